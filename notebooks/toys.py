@@ -1,0 +1,96 @@
+"""Toy models and display helpers that the notebooks share.
+
+None of this is part of specmini's 100 lines: these are the props of the course, not the
+algorithm. Every model here follows specmini's protocol `model(tokens, start) -> logits`.
+"""
+
+import html
+import string
+
+import numpy as np
+from IPython.display import HTML
+
+VOCAB = ["A", "B", "C"]
+TARGET_ABC = np.array([0.6, 0.3, 0.1])  # the running example of notebooks 01-03
+DRAFT_ABC = np.array([0.4, 0.5, 0.1])
+
+COLOURS = {"accepted": "#b7e4c7", "corrected": "#f6bd60", "bonus": "#a9d6f5"}
+
+
+class TableModel:
+    """A bigram language model: the next token's logits depend only on the current token.
+
+    `table[i]` holds the logits of the token that follows token i. It counts its calls, so a
+    notebook can show how many forward passes a decoding method needed.
+    """
+
+    def __init__(self, table):
+        self.table = np.asarray(table, dtype=np.float64)
+        self.calls = 0
+
+    @property
+    def vocab_size(self):
+        return self.table.shape[-1]
+
+    def __call__(self, tokens, start):
+        self.calls += 1
+        return self.table[np.asarray(tokens[start:], dtype=int)]
+
+
+def constant_model(probs):
+    """A model that ignores its context and always predicts `probs` (like the A/B/C example)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    with np.errstate(divide="ignore"):  # log(0) = -inf is fine: softmax gives it probability 0
+        return TableModel(np.tile(np.log(probs), (len(probs), 1)))
+
+
+def bigram_pair(vocab_size=6, quality=0.7, seed=0, spread=2.0):
+    """A random target and a draft that imitates it; `quality` in [0, 1] is how well.
+
+    quality 1 makes the draft identical to the target, quality 0 makes it unrelated.
+    """
+    rng = np.random.default_rng(seed)
+    target = rng.normal(0.0, spread, (vocab_size, vocab_size))
+    unrelated = rng.normal(0.0, spread, (vocab_size, vocab_size))
+    return TableModel(target), TableModel(quality * target + (1 - quality) * unrelated)
+
+
+def total_variation(a, b):
+    """Half the L1 distance between two distributions: 0 when equal, 1 when disjoint."""
+    return 0.5 * float(np.abs(np.asarray(a) - np.asarray(b)).sum())
+
+
+def token_kinds(generation):
+    """Label each generated token "accepted", "corrected" or "bonus", round by round."""
+    kinds = []
+    for r in generation.rounds:
+        kinds += ["accepted"] * r.accepted
+        kinds.append("corrected" if r.ended_with == "correction" else "bonus")
+    return kinds[: len(generation.tokens)]  # a stop token may have cut the last round short
+
+
+def letter(token):
+    """Toy tokens print as letters: 0 is A, 1 is B, ..."""
+    return string.ascii_uppercase[token] if token < 26 else str(token)
+
+
+def show_rounds(generation, decode=letter):
+    """Colour each token by how it was made; a dark bar closes each target call."""
+    spans = []
+    for token, kind in zip(generation.tokens, token_kinds(generation), strict=True):
+        text = html.escape(decode(token)).replace("\n", "↵")
+        style = f"background:{COLOURS[kind]};padding:1px 3px;margin:1px;font-family:monospace"
+        spans.append(f'<span class="tok-{kind}" title="{kind}" style="{style}">{text}</span>')
+        if kind != "accepted":
+            spans.append('<span style="border-left:2px solid #555;margin:0 2px"></span>')
+    legend = " ".join(
+        f'<span style="background:{c};padding:1px 6px">{k}</span>' for k, c in COLOURS.items()
+    )
+    return HTML(f'<div style="line-height:2">{"".join(spans)}</div><div>{legend}</div>')
+
+
+def check(condition, message):
+    """Assert `condition` and say so: every claim in the course ends in a visible check."""
+    if not condition:
+        raise AssertionError(f"✗ {message}")
+    print(f"✓ {message}")
