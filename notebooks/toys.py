@@ -40,8 +40,9 @@ class TableModel:
 def constant_model(probs):
     """A model that ignores its context and always predicts `probs` (like the A/B/C example)."""
     probs = np.asarray(probs, dtype=np.float64)
-    with np.errstate(divide="ignore"):  # log(0) = -inf is fine: softmax gives it probability 0
-        return TableModel(np.tile(np.log(probs), (len(probs), 1)))
+    # specmini refuses non-finite logits; -1e4 is finite yet gives probability exactly 0.
+    logits = np.where(probs > 0, np.log(np.where(probs > 0, probs, 1.0)), -1e4)
+    return TableModel(np.tile(logits, (len(probs), 1)))
 
 
 def bigram_pair(vocab_size=6, quality=0.7, seed=0, spread=2.0):
