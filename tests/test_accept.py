@@ -1,0 +1,200 @@
+"""The accept test and the residual: the classic exercise, the A/B/C example, exactness."""
+
+import itertools
+
+import numpy as np
+import pytest
+from models import random_distributions
+
+import specmini
+
+# --- The classic exercise: speculative_accept(draft_tokens, p, q, r), p the target, q the draft.
+
+
+def rows(vocab, values):
+    """Uniform rows over `vocab` tokens with the given (step, token) -> probability overrides."""
+    probs = np.full((len(values), vocab), 0.0)
+    for step, (token, prob) in enumerate(values):
+        probs[step, token] = prob
+        others = [t for t in range(vocab) if t != token]
+        probs[step, others] = (1 - prob) / len(others)
+    return probs
+
+
+def test_reference_example_second_token_rejected():
+    target = rows(10, [(5, 0.6), (2, 0.1), (7, 0.5)])
+    draft = rows(10, [(5, 0.3), (2, 0.5), (7, 0.5)])
+    assert specmini.speculative_accept([5, 2, 7], target, draft, [0.5, 0.5, 0.5]) == [5]
+
+
+def test_all_accepted_when_target_dominates():
+    target = rows(4, [(1, 0.9), (2, 0.8), (3, 0.7)])
+    draft = rows(4, [(1, 0.3), (2, 0.4), (3, 0.5)])
+    assert specmini.speculative_accept([1, 2, 3], target, draft, [0.99, 0.99, 0.99]) == [1, 2, 3]
+
+
+def test_first_token_rejected_gives_empty_prefix():
+    target = rows(4, [(1, 0.1), (2, 0.9)])
+    draft = rows(4, [(1, 0.9), (2, 0.1)])
+    assert specmini.speculative_accept([1, 2], target, draft, [0.5, 0.0]) == []
+
+
+def test_ratio_is_capped_at_one():
+    target = rows(3, [(0, 0.9)])
+    draft = rows(3, [(0, 0.1)])  # ratio 9, capped to 1: even u = 1 is accepted
+    assert specmini.speculative_accept([0], target, draft, [1.0]) == [0]
+
+
+def test_halts_at_first_rejection_mid_sequence():
+    # Token 3 is rejected; token 4 would be accepted on its own, but is never considered.
+    target = rows(5, [(1, 0.5), (2, 0.5), (3, 0.1), (4, 0.9)])
+    draft = rows(5, [(1, 0.5), (2, 0.5), (3, 0.9), (4, 0.1)])
+    uniforms = [0.2, 0.2, 0.5, 0.0]
+    assert specmini.speculative_accept([1, 2, 3, 4], target, draft, uniforms) == [1, 2]
+
+
+# --- The A/B/C example: target (0.6, 0.3, 0.1), draft (0.4, 0.5, 0.1).
+
+TARGET_ABC, DRAFT_ABC, A, B, C = np.array([0.6, 0.3, 0.1]), np.array([0.4, 0.5, 0.1]), 0, 1, 2
+
+
+def test_abc_token_b_is_accepted_with_probability_0_6():
+    accept = lambda u: specmini.speculative_accept([B], [TARGET_ABC], [DRAFT_ABC], [u])  # noqa: E731
+    assert accept(0.6) == [B] and accept(0.59) == [B]
+    assert accept(0.6 + 1e-9) == [] and accept(0.7) == []  # r = 0.7 rejects B
+
+
+def test_abc_residual_and_alpha():
+    np.testing.assert_allclose(specmini.residual(TARGET_ABC, DRAFT_ABC), [1, 0, 0], atol=1e-15)
+    assert specmini.acceptance_rate(TARGET_ABC, DRAFT_ABC) == pytest.approx(0.8, abs=1e-15)
+    tv = 0.5 * np.abs(TARGET_ABC - DRAFT_ABC).sum()
+    assert specmini.acceptance_rate(TARGET_ABC, DRAFT_ABC) == pytest.approx(1 - tv, abs=1e-15)
+
+
+# --- Exactness, analytically.
+
+
+def acceptance_probability(token, target, draft):
+    """P(accept) for `token`, read off specmini's own accept test: the largest accepted u."""
+    ratio = min(1.0, target[token] / draft[token])
+    assert specmini.speculative_accept([token], [target], [draft], [ratio]) == [token]
+    if ratio < 1:
+        assert specmini.speculative_accept([token], [target], [draft], [ratio + 1e-12]) == []
+    return ratio
+
+
+def one_step_distribution(target, draft):
+    """Exact output of one step: P(x) = draft(x) P(accept x) + P(reject) residual(x)."""
+    accepted = np.array(
+        [
+            d * acceptance_probability(x, target, draft) if d > 0 else 0.0
+            for x, d in enumerate(draft)
+        ]
+    )
+    return accepted + (1 - accepted.sum()) * specmini.residual(target, draft)
+
+
+def test_one_step_output_distribution_is_the_target():
+    rng = np.random.default_rng(0)
+    targets, drafts = random_distributions(rng, 300, 6), random_distributions(rng, 300, 6)
+    for target, draft in zip(targets, drafts, strict=True):
+        np.testing.assert_allclose(one_step_distribution(target, draft), target, atol=1e-12)
+
+
+def test_the_analytic_check_can_fail():
+    # Swapping the roles of target and draft gives back the draft, not the target.
+    out = one_step_distribution(DRAFT_ABC, TARGET_ABC)
+    assert np.abs(out - TARGET_ABC).max() > 0.1
+
+
+def round_outcomes(target_rows, draft_rows, last, k):
+    """Exact distribution of what one round emits: {tokens: probability}.
+
+    `target_rows(token)` / `draft_rows(token)` give next-token distributions. The round drafts
+    k tokens; each is accepted with min(1, target/draft); on the first rejection the round emits
+    a token from specmini.residual (correction path); if all pass, one from the target (bonus).
+    """
+    out = {}
+
+    def walk(prev, emitted, prob):
+        target, draft = target_rows(prev), draft_rows(prev)
+        if len(emitted) == k:  # bonus path
+            for y, p in enumerate(target):
+                out[emitted + (y,)] = out.get(emitted + (y,), 0.0) + prob * p
+            return
+        rejected = 0.0
+        for x, d in enumerate(draft):
+            if d > 0:
+                accept = acceptance_probability(x, target, draft)
+                walk(x, emitted + (x,), prob * d * accept)
+                rejected += d * (1 - accept)
+        for y, p in enumerate(specmini.residual(target, draft)):  # correction path
+            out[emitted + (y,)] = out.get(emitted + (y,), 0.0) + prob * rejected * p
+
+    walk(last, (), 1.0)
+    return out
+
+
+def sequence_distribution(target_rows, draft_rows, first, k, length):
+    """Exact distribution of the first `length` tokens, rounds chained as specmini.generate does."""
+    done, frontier = {}, {(): 1.0}
+    while frontier:
+        seq, prob = frontier.popitem()
+        drafts = min(k, length - len(seq) - 1)  # the budget rule of specmini.generate
+        last = seq[-1] if seq else first
+        for emitted, p in round_outcomes(target_rows, draft_rows, last, drafts).items():
+            new = (seq + emitted)[:length]
+            bucket = done if len(new) == length else frontier
+            bucket[new] = bucket.get(new, 0.0) + prob * p
+    return done
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rounds_with_bonus_and_correction_paths_reproduce_the_target_joint(k, seed):
+    rng = np.random.default_rng(seed)
+    target_table, draft_table = random_distributions(rng, 3, 3), random_distributions(rng, 3, 3)
+    draft_table[:, :] = 0.5 * draft_table + 0.5 * target_table  # close enough to reach bonuses
+    exact = sequence_distribution(target_table.__getitem__, draft_table.__getitem__, 0, k, 4)
+    for seq in itertools.product(range(3), repeat=4):
+        want = np.prod([target_table[a, b] for a, b in zip((0,) + seq[:-1], seq, strict=True)])
+        assert exact.get(seq, 0.0) == pytest.approx(want, abs=1e-12)
+    assert sum(exact.values()) == pytest.approx(1.0, abs=1e-12)
+
+
+# --- Degenerate cases.
+
+
+def test_equal_distributions_accept_everything_and_residual_is_defined():
+    target = np.array([0.2, 0.3, 0.5])
+    assert specmini.acceptance_rate(target, target) == pytest.approx(1.0)
+    np.testing.assert_array_equal(specmini.residual(target, target), target)  # no NaN
+    assert specmini.speculative_accept([0, 1, 2], [target] * 3, [target] * 3, [1, 1, 1]) == [
+        0,
+        1,
+        2,
+    ]
+
+
+def test_near_one_hot_rows():
+    target = np.array([1 - 2e-12, 1e-12, 1e-12])
+    draft = np.array([1e-12, 1 - 2e-12, 1e-12])
+    np.testing.assert_allclose(one_step_distribution(target, draft), target, atol=1e-12)
+    residual = specmini.residual(target, draft)
+    assert np.all(np.isfinite(residual)) and residual.argmax() == 0
+
+
+def test_disjoint_supports_have_alpha_zero_and_still_give_the_target():
+    target, draft = np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.0, 0.3, 0.7])
+    assert specmini.acceptance_rate(target, draft) == 0.0
+    assert specmini.speculative_accept([2], [target], [draft], [1e-9]) == []
+    np.testing.assert_allclose(specmini.residual(target, draft), target)
+    np.testing.assert_allclose(one_step_distribution(target, draft), target, atol=1e-15)
+
+
+def test_residual_works_row_by_row():
+    rng = np.random.default_rng(3)
+    targets, drafts = random_distributions(rng, 5, 4), random_distributions(rng, 5, 4)
+    batch = specmini.residual(targets, drafts)
+    for i in range(5):
+        np.testing.assert_allclose(batch[i], specmini.residual(targets[i], drafts[i]))

@@ -1,0 +1,261 @@
+"""The decoding loops: exact in distribution (Monte Carlo), exact greedy, budget, bad input."""
+
+import itertools
+
+import numpy as np
+import pytest
+from models import Bigram, constant, random_pair
+from scipy import stats
+
+import specmini
+
+VOCAB = 3
+
+
+def target_joint(table, first, temperature, positions):
+    """Exact probability of every token triple at `positions` of the target's own sampling."""
+    transition = specmini.probabilities(table, temperature)
+    state = np.eye(len(table))[first]
+    marginals = [state := state @ transition for _ in range(positions[0] + 1)]
+    start = marginals[-1]
+    joint = {}
+    for seq in itertools.product(range(len(table)), repeat=len(positions)):
+        p = start[seq[0]]
+        for a, b in itertools.pairwise(seq):
+            p *= transition[a, b]
+        joint[seq] = p
+    return joint
+
+
+def chi_square_pvalue(samples, joint):
+    """Pearson's chi-square of observed tuples against `joint`, pooling cells expected below 5."""
+    n = len(samples)
+    observed = {seq: 0 for seq in joint}
+    for seq in samples:
+        observed[tuple(seq)] += 1
+    big = [seq for seq in joint if joint[seq] * n >= 5]
+    small = [seq for seq in joint if joint[seq] * n < 5]
+    f_obs = [observed[s] for s in big] + ([sum(observed[s] for s in small)] if small else [])
+    f_exp = [joint[s] * n for s in big] + ([sum(joint[s] for s in small) * n] if small else [])
+    return stats.chisquare(f_obs, f_exp).pvalue
+
+
+def sample_windows(target, draft, k, temperature, n, seed):
+    """n runs of generate, each k + 3 tokens long: the first round can use all k drafts."""
+    length = k + 3
+    runs = [
+        specmini.generate(
+            target, draft, [0], length, k, temperature, seed=seed * 100_000 + i
+        ).tokens
+        for i in range(n)
+    ]
+    return np.array(runs), length
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_generate_reproduces_the_target_joint_distribution(k, temperature):
+    target, draft = random_pair(VOCAB, seed=7)
+    runs, length = sample_windows(target, draft, k, temperature, n=2000, seed=k)
+    # The first three tokens, and the last three, which straddle a round boundary.
+    for positions in [(0, 1, 2), (length - 3, length - 2, length - 1)]:
+        joint = target_joint(target.table, 0, temperature, positions)
+        pvalue = chi_square_pvalue(runs[:, list(positions)], joint)
+        assert pvalue > 1e-3, f"tokens at {positions} do not follow the target (p = {pvalue:.2g})"
+
+
+def test_the_statistical_test_can_fail():
+    # Same test, same seeds, but a broken sampler: the roles swapped, so output follows the draft.
+    target, draft = random_pair(VOCAB, seed=7)
+    runs, _ = sample_windows(draft, target, 4, 1.0, n=2000, seed=4)
+    pvalue = chi_square_pvalue(runs[:, :3], target_joint(target.table, 0, 1.0, (0, 1, 2)))
+    assert pvalue < 1e-6
+
+
+def test_known_bug_greedy_draft_scored_with_softmax_probabilities():
+    # Target (0.6, 0.4), draft (0.8, 0.2). A draft that always proposes its argmax but is scored
+    # with its softmax probability accepts token 0 with 0.75 and else falls back to the residual
+    # (0, 1): (0.75, 0.25). Drafting from the very distribution in the ratio gives (0.6, 0.4).
+    target, draft = constant([0.6, 0.4]), constant([0.8, 0.2])
+    firsts = [
+        specmini.generate(target, draft, [0], 1 + 1, k=1, seed=s).tokens[0] for s in range(4000)
+    ]
+    share = np.mean(np.array(firsts) == 0)
+    assert share == pytest.approx(0.6, abs=0.03)
+    assert abs(share - 0.75) > 0.1
+    buggy = min(1, 0.6 / 0.8) * 1.0  # the greedy draft proposes token 0 every time
+    assert buggy == pytest.approx(0.75)
+
+
+def test_disjoint_supports_still_give_the_target():
+    target, draft = constant([0.5, 0.5, 0.0]), constant([0.0, 0.0, 1.0])
+    out = specmini.generate(target, draft, [0], 2000, k=4, seed=0)
+    assert all(r.accepted == 0 for r in out.rounds)
+    counts = np.bincount(out.tokens, minlength=3)
+    assert counts[2] == 0 and stats.chisquare(counts[:2]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("temperature", [0, 0.3, 1.0, 2.5])
+def test_equal_models_accept_every_draft_at_every_temperature(temperature):
+    # Temperature reaches both models the same way: a draft equal to the target never misses.
+    target, draft = random_pair(VOCAB, seed=1, closeness=1.0)
+    out = specmini.generate(target, draft, [0], 50, k=4, temperature=temperature, seed=0)
+    assert [r.ended_with for r in out.rounds] == ["bonus"] * 10
+    assert len(out.tokens) == 50
+
+
+def greedy_chain(table, first, n):
+    tokens, token = [], first
+    for _ in range(n):
+        token = int(np.argmax(table[token]))
+        tokens.append(token)
+    return tokens
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+@pytest.mark.parametrize("seed", range(5))
+def test_temperature_zero_is_exact_greedy_whatever_the_draft(k, seed):
+    target, draft = random_pair(8, seed=seed, closeness=0.3)
+    want = greedy_chain(target.table, 0, 40)
+    assert specmini.autoregressive(target, [0], 40, temperature=0, seed=seed).tokens == want
+    out = specmini.generate(target, draft, [0], 40, k=k, temperature=0, seed=seed)
+    assert out.tokens == want
+    adversary = Bigram(-target.table)  # always drafts the target's least likely token
+    assert specmini.generate(target, adversary, [0], 40, k=k, temperature=0).tokens == want
+
+
+@pytest.mark.parametrize("alpha_target", [0.3, 0.6, 0.9])
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_mean_tokens_per_round_matches_expected_tokens(alpha_target, k):
+    # Constant models: every position has the same alpha, as Leviathan et al.'s analysis assumes.
+    target_probs = np.array([0.5, 0.3, 0.2])
+    draft_probs = alpha_target * target_probs + (1 - alpha_target) * np.array([0.0, 0.0, 1.0])
+    alpha = specmini.acceptance_rate(target_probs, draft_probs)
+    out = specmini.generate(constant(target_probs), constant(draft_probs), [0], 5000, k, seed=k)
+    per_round = np.array([r.accepted + 1 for r in out.rounds if r.drafted == k])
+    standard_error = per_round.std() / np.sqrt(len(per_round))
+    expected = specmini.expected_tokens(alpha, k)
+    assert abs(per_round.mean() - expected) < 4 * standard_error
+
+
+def test_exactly_max_new_tokens_and_reproducible():
+    target, draft = random_pair(5, seed=2)
+    for n in [0, 1, 2, 5, 17]:
+        for k in [1, 4, 8]:
+            out = specmini.generate(target, draft, [1, 2], n, k=k, seed=3)
+            assert len(out.tokens) == n
+            assert sum(r.accepted + 1 for r in out.rounds) == n
+            assert all(r.drafted <= k for r in out.rounds)
+            assert out.tokens == specmini.generate(target, draft, [1, 2], n, k=k, seed=3).tokens
+        assert len(specmini.autoregressive(target, [1], n, seed=0).tokens) == n
+    a = specmini.generate(target, draft, [0], 30, seed=1).tokens
+    assert a != specmini.generate(target, draft, [0], 30, seed=2).tokens
+
+
+def test_stop_token_ends_generation_early_and_is_kept():
+    target = constant([0.1, 0.1, 0.8])
+    out = specmini.generate(target, constant([1 / 3] * 3), [0], 100, k=4, seed=0, stop=1)
+    assert out.tokens[-1] == 1 and 1 not in out.tokens[:-1] and len(out.tokens) < 100
+    auto = specmini.autoregressive(target, [0], 100, seed=0, stop=1)
+    assert auto.tokens[-1] == 1 and 1 not in auto.tokens[:-1]
+
+
+def test_one_target_call_per_round_with_k_plus_one_rows():
+    target, draft = random_pair(4, seed=5)
+    out = specmini.generate(target, draft, [0, 1, 2], 12, k=4, seed=0)
+    assert len(target.calls) == len(out.rounds)
+    for (length, start), r in zip(target.calls, out.rounds, strict=True):
+        assert length - start == r.drafted + 1  # prefix + drafts in, drafts + 1 rows out
+    assert len(draft.calls) == sum(r.drafted for r in out.rounds)
+
+
+def test_token_ids_stay_in_the_vocabulary():
+    rng = np.random.default_rng(0)
+    for seed in range(20):
+        vocab = int(rng.integers(2, 7))
+        target, draft = random_pair(vocab, seed=seed, spread=6.0)  # peaked, with tiny masses
+        for temperature in [0, 0.1, 1, 5]:
+            tokens = specmini.generate(target, draft, [0], 30, 3, temperature, seed=seed).tokens
+            assert all(0 <= t < vocab for t in tokens)
+
+
+# --- Bad input: a ValueError that names the problem, never a NaN or a crash deep in numpy.
+
+GOOD = np.array([[0.5, 0.5]])
+
+
+@pytest.mark.parametrize(
+    "target, draft, uniforms, message",
+    [
+        ([[1.5, -0.5]], GOOD, [0.5], "negative"),
+        ([[np.nan, 1.0]], GOOD, [0.5], "NaN"),
+        ([[0.5, 0.6]], GOOD, [0.5], "sum to 1"),
+        (GOOD, [[0.2, 0.3, 0.5]], [0.5], "shape"),
+        (GOOD, GOOD, [1.5], "uniforms"),
+        (GOOD, GOOD, [-0.1], "uniforms"),
+        (GOOD, GOOD, [np.nan], "uniforms"),
+        (GOOD, GOOD, [0.5, 0.5], "one row per token"),
+    ],
+)
+def test_speculative_accept_rejects_bad_input(target, draft, uniforms, message):
+    with pytest.raises(ValueError, match=message):
+        specmini.speculative_accept([0] * len(uniforms), target, draft, uniforms)
+
+
+def test_out_of_vocabulary_and_impossible_draft_tokens():
+    with pytest.raises(ValueError, match="not in the vocab"):
+        specmini.speculative_accept([2], GOOD, GOOD, [0.5])
+    with pytest.raises(ValueError, match="not in the vocab"):
+        specmini.speculative_accept([-1], GOOD, GOOD, [0.5])
+    with pytest.raises(ValueError, match="probability 0"):
+        specmini.speculative_accept([1], GOOD, [[1.0, 0.0]], [0.5])
+
+
+def test_residual_and_alpha_reject_bad_input():
+    with pytest.raises(ValueError, match="shape"):
+        specmini.residual([0.5, 0.5], [1.0])
+    with pytest.raises(ValueError, match="negative"):
+        specmini.acceptance_rate([1.2, -0.2], [0.5, 0.5])
+    with pytest.raises(ValueError, match="vocabulary"):
+        specmini.residual([], [])
+
+
+def test_decoding_rejects_bad_arguments():
+    target, draft = random_pair(3, seed=0)
+    with pytest.raises(ValueError, match="k must be"):
+        specmini.generate(target, draft, [0], 5, k=0)
+    with pytest.raises(ValueError, match="temperature"):
+        specmini.generate(target, draft, [0], 5, temperature=-0.5)
+    with pytest.raises(ValueError, match="temperature"):
+        specmini.autoregressive(target, [0], 5, temperature=-1)
+    with pytest.raises(ValueError, match="prompt"):
+        specmini.generate(target, draft, [], 5)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        specmini.autoregressive(target, [0], -1)
+
+
+@pytest.mark.parametrize(
+    "bad_model, message",
+    [
+        (lambda tokens, start: np.zeros((len(tokens) - start + 1, 3)), "shape"),
+        (lambda tokens, start: np.zeros(3), "shape"),
+        (lambda tokens, start: np.zeros((len(tokens) - start, 0)), "shape"),
+        (lambda tokens, start: np.full((len(tokens) - start, 3), np.nan), "NaN"),
+        (lambda tokens, start: np.full((len(tokens) - start, 3), np.inf), "infinite"),
+    ],
+)
+def test_models_that_misbehave_are_caught(bad_model, message):
+    good, _ = random_pair(3, seed=0)
+    with pytest.raises(ValueError, match=message):
+        specmini.generate(bad_model, good, [0], 5)
+    with pytest.raises(ValueError, match=message):
+        specmini.generate(good, bad_model, [0], 5)
+    with pytest.raises(ValueError, match=message):
+        specmini.autoregressive(bad_model, [0], 5)
+
+
+def test_target_and_draft_with_different_vocabularies():
+    target = lambda tokens, start: np.zeros((len(tokens) - start, 3))  # noqa: E731, any token id
+    _, draft = random_pair(4, seed=0)
+    with pytest.raises(ValueError, match="differ in shape"):
+        specmini.generate(target, draft, [0], 5)
