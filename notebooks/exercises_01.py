@@ -1,0 +1,186 @@
+"""Automatic checks for the exercises of notebook 01: sampling with one uniform, one target pass.
+
+Each `check_*` runs a learner's function through a list of cases and prints one line per case.
+A stub that still raises NotImplementedError counts as "not attempted yet", not as a failure.
+"""
+
+import numpy as np
+
+import specmini
+
+ABC = np.array([0.6, 0.3, 0.1])  # the course's target over A/B/C (toys.TARGET_ABC)
+
+
+def grade(name, fn, cases, strict=True):
+    """Run each (title, case) on `fn`; a case returns None when it passes, else what went wrong.
+
+    With strict (a learner's check cell) a failure raises AssertionError and nothing is returned;
+    otherwise returns True (all pass), False (some fail) or None (not attempted yet).
+    """
+    failed = 0
+    for title, case in cases:
+        try:
+            problem = case(fn)
+        except NotImplementedError:
+            print(
+                f"… {name}: not attempted yet. Write it in the cell above, then re-run this cell."
+            )
+            return None
+        except Exception as e:  # a crash is a failed case, and says why
+            problem = f"raised {type(e).__name__}: {e}"
+        print(f"✗ {title}: {problem}" if problem else f"✓ {title}")
+        failed += problem is not None
+    if failed and strict:
+        raise AssertionError(f"{name}: {failed} of {len(cases)} checks failed")
+    if not failed:
+        print(f"✓ {name}: all {len(cases)} checks pass")
+    return None if strict else failed == 0
+
+
+# Exercise 1: sample_with_uniform(probs, u) -> token id, by inverting the cumulative distribution.
+
+
+def grid(n):
+    """n evenly spaced uniforms, each in the middle of its cell: never on a bucket boundary."""
+    return (np.arange(n) + 0.5) / n
+
+
+def counts(fn, probs, n):
+    return np.bincount([int(fn(probs, u)) for u in grid(n)], minlength=len(probs))
+
+
+def abc_points(fn):
+    expected = {0.0: 0, 0.3: 0, 0.59: 0, 0.61: 1, 0.85: 1, 0.91: 2, 0.999: 2}
+    got = {u: fn(ABC, u) for u in expected}
+    wrong = {u: got[u] for u in expected if got[u] != expected[u]}
+    return f"wrong token for u = {wrong} (A=0, B=1, C=2)" if wrong else None
+
+
+def returns_int(fn):
+    token = fn(ABC, 0.5)
+    ok = isinstance(token, int | np.integer) and not isinstance(token, bool)
+    return None if ok else f"returned {token!r} ({type(token).__name__}), expected an int"
+
+
+def abc_grid(fn):
+    got = counts(fn, ABC, 1000)
+    return None if got.tolist() == [600, 300, 100] else f"counted {got.tolist()} for A, B, C"
+
+
+def zero_never_drawn(fn):
+    got = counts(fn, np.array([0.5, 0.0, 0.5]), 1000)
+    return None if got[1] == 0 else f"drew the probability-0 token {got[1]} times in 1000"
+
+
+def random_grids(fn):
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        probs = rng.dirichlet(np.ones(rng.integers(2, 9)))
+        freq = counts(fn, probs, 10_000) / 10_000
+        if not np.allclose(freq, probs, atol=2e-4):
+            return f"frequencies {freq.round(4)} for probabilities {probs.round(4)}"
+    return None
+
+
+def same_as_specmini(fn):
+    # numpy's choice inverts the cumulative distribution with one uniform, just like this
+    # exercise, so with the same seed both must draw the very same tokens.
+    theirs, ours = np.random.default_rng(7), np.random.default_rng(7)
+    mine = [int(fn(ABC, theirs.random())) for _ in range(2000)]
+    reference = [specmini.sample(ABC, ours) for _ in range(2000)]
+    diff = sum(a != b for a, b in zip(mine, reference, strict=True))
+    return None if diff == 0 else f"{diff} of 2000 draws differ from specmini.sample"
+
+
+SAMPLE_CASES = [
+    ("u < 0.6 gives A, 0.6 < u < 0.9 gives B, u > 0.9 gives C", abc_points),
+    ("returns a token id (an int)", returns_int),
+    ("1000 evenly spaced u give exactly 600 A, 300 B, 100 C", abc_grid),
+    ("a token of probability 0 is never drawn", zero_never_drawn),
+    ("frequencies match 20 random distributions", random_grids),
+    ("same seed, same tokens as specmini.sample", same_as_specmini),
+]
+
+
+def check_sample_with_uniform(fn, strict=True):
+    return grade("sample_with_uniform", fn, SAMPLE_CASES, strict)
+
+
+# Exercise 2: score_drafts(model, prefix, drafts) -> (K + 1, vocab) distributions, one model call.
+
+
+class MeanContextModel:
+    """A causal toy model whose prediction depends on the whole prefix (the mean of its
+    embeddings), so a row computed from the wrong context shows. It counts its calls."""
+
+    def __init__(self, vocab_size=5, dim=4, seed=0):
+        rng = np.random.default_rng(seed)
+        self.embed = rng.normal(size=(vocab_size, dim))
+        self.unembed = rng.normal(size=(dim, vocab_size))
+        self.calls = 0
+
+    def __call__(self, tokens, start):
+        self.calls += 1
+        x = self.embed[np.asarray(tokens, dtype=int)]
+        means = np.cumsum(x, 0) / np.arange(1, len(x) + 1)[:, None]  # row t sees tokens[:t+1]
+        return means[start:] @ self.unembed
+
+
+PREFIX, DRAFTS = [0, 3, 1], [4, 2, 2]
+
+
+def reference_rows(prefix, drafts):
+    """The slow way, one call per context: what the single pass must reproduce."""
+    model = MeanContextModel()
+    rows = [model(prefix + drafts[:j], len(prefix) + j - 1)[-1] for j in range(len(drafts) + 1)]
+    return specmini.probabilities(np.array(rows))
+
+
+def scored(fn, prefix=PREFIX, drafts=DRAFTS):
+    model = MeanContextModel()
+    return np.asarray(fn(model, list(prefix), list(drafts)), dtype=np.float64), model.calls
+
+
+def k_plus_one_rows(fn):
+    rows, _ = scored(fn)
+    want = (len(DRAFTS) + 1, 5)
+    return None if rows.shape == want else f"shape {rows.shape}, expected {want}"
+
+
+def rows_are_distributions(fn):
+    rows, _ = scored(fn)
+    ok = np.all(rows >= 0) and np.allclose(rows.sum(-1), 1)
+    return None if ok else "rows must be probabilities (>= 0, summing to 1), not logits"
+
+
+def rows_match_contexts(fn):
+    rows, want = scored(fn)[0], reference_rows(PREFIX, DRAFTS)
+    if rows.shape != want.shape:
+        return f"shape {rows.shape}, expected {want.shape}"
+    bad = [j for j in range(len(want)) if not np.allclose(rows[j], want[j])]
+    return None if not bad else f"rows {bad} do not match the context prefix + drafts[:j]"
+
+
+def one_call(fn):
+    _, calls = scored(fn)
+    return None if calls == 1 else f"called the model {calls} times; one pass is enough"
+
+
+def no_drafts(fn):
+    rows, calls = scored(fn, [2, 1], [])
+    want = reference_rows([2, 1], [])
+    ok = rows.shape == want.shape and np.allclose(rows, want) and calls == 1
+    return None if ok else f"with K = 0 expected one row {want.round(4)}, got {rows.round(4)}"
+
+
+SCORE_CASES = [
+    ("K drafts give K + 1 rows", k_plus_one_rows),
+    ("the rows are probability distributions", rows_are_distributions),
+    ("row j is the distribution after prefix + drafts[:j]", rows_match_contexts),
+    ("exactly one model call", one_call),
+    ("K = 0: one row, the plain next-token distribution", no_drafts),
+]
+
+
+def check_score_drafts(fn, strict=True):
+    return grade("score_drafts", fn, SCORE_CASES, strict)

@@ -1,0 +1,166 @@
+"""Automatic checks for the exercises of notebook 02: the accept test, one token and a sequence.
+
+The five classic cases of `speculative_accept` come from the exercise the course was seeded with
+(reference example, all accepted, first rejected, ratio capped at 1, halting mid-sequence); a
+sixth compares the learner's function with `specmini.speculative_accept` on random cases.
+"""
+
+import numpy as np
+from exercises_01 import grade
+
+import specmini
+
+TARGET, DRAFT = np.array([0.6, 0.3, 0.1]), np.array([0.4, 0.5, 0.1])  # toys' A/B/C pair
+
+
+def rows(vocab, picks):
+    """One distribution per step: `token` gets `prob`, the other tokens share the rest evenly."""
+    out = np.empty((len(picks), vocab))
+    for i, (token, prob) in enumerate(picks):
+        out[i] = (1 - prob) / (vocab - 1)
+        out[i, token] = prob
+    return out
+
+
+# Exercise 1: accept_probability(target_probs, draft_probs, token) -> min(1, target / draft).
+
+
+def abc_values(fn):
+    got = [float(fn(TARGET, DRAFT, token)) for token in range(3)]
+    ok = np.allclose(got, [1.0, 0.6, 1.0])
+    return None if ok else f"got {np.round(got, 4).tolist()} for A, B, C, expected [1.0, 0.6, 1.0]"
+
+
+def capped(fn):
+    got = float(fn(np.array([0.9, 0.1]), np.array([0.1, 0.9]), 0))
+    return None if np.isclose(got, 1.0) else f"target 0.9, draft 0.1: got {got:.4f}, expected 1"
+
+
+def random_pairs(fn):
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        target, draft = rng.dirichlet(np.ones(5), size=2)
+        token = int(rng.integers(5))
+        want, got = min(1.0, target[token] / draft[token]), float(fn(target, draft, token))
+        if not np.isclose(got, want):
+            return f"token {token} of {target.round(3)} / {draft.round(3)}: {got:.4f} != {want:.4f}"
+    return None
+
+
+def accepted_by_specmini(target, draft, token, u):
+    return specmini.speculative_accept([token], [target], [draft], [u]) == [token]
+
+
+def is_specmini_threshold(fn):
+    # specmini accepts iff u <= the acceptance probability: probe it just below and just above.
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        target, draft = rng.dirichlet(np.ones(4), size=2)
+        token = int(rng.integers(4))
+        prob = float(fn(target, draft, token))
+        below = accepted_by_specmini(target, draft, token, max(0.0, prob - 1e-9))
+        above = prob < 1 and accepted_by_specmini(target, draft, token, min(1.0, prob + 1e-9))
+        if not below or above:
+            return f"specmini does not switch from accept to reject at u = {prob:.4f}"
+    return None
+
+
+PROBABILITY_CASES = [
+    ("A/B/C: A 1.0, B 0.6, C 1.0", abc_values),
+    ("the ratio is capped at 1", capped),
+    ("min(1, target / draft) on 100 random pairs", random_pairs),
+    ("it is exactly where specmini switches from accept to reject", is_specmini_threshold),
+]
+
+
+def check_accept_probability(fn, strict=True):
+    return grade("accept_probability", fn, PROBABILITY_CASES, strict)
+
+
+# Exercise 2: speculative_accept(draft_tokens, target_probs, draft_probs, uniforms) -> prefix.
+# Each case: the tokens, the target's and the draft's (token, probability) per step, the
+# uniforms, and the accepted prefix it must return.
+
+CLASSIC = {
+    "reference example: second token rejected -> [5]": (
+        8,
+        [5, 2, 7],
+        [(5, 0.6), (2, 0.1), (7, 0.3)],
+        [(5, 0.3), (2, 0.5), (7, 0.2)],
+        [0.5, 0.5, 0.5],
+        [5],
+    ),
+    "all tokens accepted when the target dominates the draft": (
+        6,
+        [1, 3, 0, 4],
+        [(1, 0.5), (3, 0.7), (0, 0.4), (4, 0.9)],
+        [(1, 0.2), (3, 0.7), (0, 0.1), (4, 0.3)],
+        [0.95, 0.99, 0.3, 0.7],
+        [1, 3, 0, 4],
+    ),
+    "first token rejected gives an empty prefix": (
+        4,
+        [2, 0, 1],
+        [(2, 0.05), (0, 0.8), (1, 0.6)],
+        [(2, 0.9), (0, 0.2), (1, 0.3)],
+        [0.5, 0.1, 0.1],
+        [],
+    ),
+    "ratio capped at 1: target >= draft accepts for every r <= 1": (
+        5,
+        [3, 1, 4],
+        [(3, 0.9), (1, 0.4), (4, 0.25)],
+        [(3, 0.1), (1, 0.4), (4, 0.2)],
+        [1.0, 1.0, 0.999],
+        [3, 1, 4],
+    ),
+    "acceptance halts at the first rejection mid-sequence": (
+        4,
+        [0, 1, 2, 3],
+        [(0, 0.5), (1, 0.6), (2, 0.1), (3, 0.7)],
+        [(0, 0.5), (1, 0.3), (2, 0.6), (3, 0.2)],
+        [0.4, 0.8, 0.5, 0.1],
+        [0, 1],
+    ),
+}
+
+
+def classic_case(vocab, tokens, target_picks, draft_picks, uniforms, expected):
+    def case(fn):
+        target, draft = rows(vocab, target_picks), rows(vocab, draft_picks)
+        got = fn(list(tokens), target, draft, np.array(uniforms))
+        got = [int(t) for t in got]
+        return None if got == expected else f"expected {expected}, got {got}"
+
+    return case
+
+
+def returns_list(fn):
+    vocab, tokens, target, draft, uniforms, _ = next(iter(CLASSIC.values()))
+    got = fn(tokens, rows(vocab, target), rows(vocab, draft), np.array(uniforms))
+    return None if isinstance(got, list) else f"returned a {type(got).__name__}, expected a list"
+
+
+def random_cases(fn, n=300):
+    rng = np.random.default_rng(4)
+    for i in range(n):
+        vocab, steps = int(rng.integers(2, 7)), int(rng.integers(1, 6))
+        target = rng.dirichlet(np.ones(vocab), size=steps)
+        draft = rng.dirichlet(np.ones(vocab), size=steps)
+        tokens = [int(rng.choice(vocab, p=row)) for row in draft]  # drafts come from the draft
+        uniforms = rng.random(steps)
+        want = specmini.speculative_accept(tokens, target, draft, uniforms)
+        got = [int(t) for t in fn(list(tokens), target, draft, uniforms)]
+        if got != want:
+            return f"case {i}: tokens {tokens}, uniforms {uniforms.round(3)}: {got} != {want}"
+    return None
+
+
+ACCEPT_CASES = [(title, classic_case(*spec)) for title, spec in CLASSIC.items()] + [
+    ("returns a list", returns_list),
+    ("agrees with specmini.speculative_accept on 300 random cases", random_cases),
+]
+
+
+def check_speculative_accept(fn, strict=True):
+    return grade("speculative_accept", fn, ACCEPT_CASES, strict)
