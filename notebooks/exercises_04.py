@@ -1,0 +1,127 @@
+"""Automatic checks for the exercises of notebook 04: tokens per round, and alpha from r'.
+
+Each `check_*` runs a learner's function through a list of cases and prints one line per case
+(the `grade` loop of exercises_01). A stub that still raises NotImplementedError counts as "not
+attempted yet", not as a failure.
+"""
+
+import numpy as np
+from exercises_01 import grade
+
+import specmini
+
+GRID = [(alpha, k) for alpha in (0.0, 0.1, 0.35, 0.5, 0.8, 0.95, 0.999, 1.0) for k in (1, 2, 4, 8)]
+
+
+# Exercise 1: tokens_per_round_distribution(alpha, k) -> P(a round yields n tokens), n = 1..k+1.
+
+
+def as_array(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+def worked_example(fn):
+    got = as_array(fn(0.8, 2))
+    want = [0.2, 0.16, 0.64]
+    return None if got.shape == (3,) and np.allclose(got, want) else f"got {got}, expected {want}"
+
+
+def length_k_plus_one(fn):
+    bad = [(a, k) for a, k in GRID if as_array(fn(a, k)).shape != (k + 1,)]
+    return None if not bad else f"(alpha, k) = {bad[0]}: expected k + 1 entries, for n = 1..k+1"
+
+
+def sums_to_one(fn):
+    for alpha, k in GRID:
+        got = as_array(fn(alpha, k))
+        if not np.isclose(got.sum(), 1) or np.any(got < 0):
+            return f"alpha {alpha}, k {k}: {got.round(4)} sums to {got.sum():.4f}"
+    return None
+
+
+def mean_is_expected_tokens(fn):
+    for alpha, k in GRID:
+        got = as_array(fn(alpha, k))
+        mean, want = float(got @ np.arange(1, len(got) + 1)), specmini.expected_tokens(alpha, k)
+        if not np.isclose(mean, want):
+            return f"alpha {alpha}, k {k}: mean {mean:.4f} != specmini.expected_tokens {want:.4f}"
+    return None
+
+
+def extremes(fn):
+    never, always = as_array(fn(0.0, 3)), as_array(fn(1.0, 3))
+    if not np.allclose(never, [1, 0, 0, 0]):
+        return f"alpha = 0 (every draft rejected): got {never}, expected [1 0 0 0]"
+    if not np.allclose(always, [0, 0, 0, 1]):
+        return f"alpha = 1 (every draft accepted): got {always}, expected [0 0 0 1]"
+    return None
+
+
+def constant(probs):
+    """A model that ignores its context (toys.constant_model, kept here to stand alone)."""
+    return lambda tokens, start: np.tile(np.log(probs), (len(tokens) - start, 1))
+
+
+def matches_generate(fn):
+    # A/B/C models ignore their context, so every round is an independent draw of alpha = 0.8.
+    target, draft, k = constant([0.6, 0.3, 0.1]), constant([0.4, 0.5, 0.1]), 3
+    sizes = []
+    for seed in range(12):
+        rounds = specmini.generate(target, draft, [0], 300, k=k, seed=seed).rounds
+        sizes += [r.accepted + 1 for r in rounds if r.drafted == k]  # full rounds only
+    freq = np.bincount(sizes, minlength=k + 2)[1:] / len(sizes)
+    got = as_array(fn(0.8, k))
+    tolerance = 4 * np.sqrt(got.clip(0, 1) * (1 - got.clip(0, 1)) / len(sizes)) + 1e-9
+    ok = got.shape == freq.shape and np.all(np.abs(freq - got) <= tolerance)
+    return None if ok else f"{len(sizes)} rounds of generate: {freq.round(3)}, yours {got.round(3)}"
+
+
+ROUND_CASES = [
+    ("alpha 0.8, k 2: (0.2, 0.16, 0.64)", worked_example),
+    ("k + 1 entries: a round yields 1 to k + 1 tokens", length_k_plus_one),
+    ("a distribution: sums to 1", sums_to_one),
+    ("its mean is specmini.expected_tokens", mean_is_expected_tokens),
+    ("alpha 0 and alpha 1", extremes),
+    ("matches the rounds of specmini.generate on A/B/C", matches_generate),
+]
+
+
+def check_tokens_per_round(fn, strict=True):
+    return grade("tokens_per_round_distribution", fn, ROUND_CASES, strict)
+
+
+# Exercise 2: alpha_from_tokens(tokens_per_round, k) -> the alpha with expected_tokens(alpha, k)
+# equal to tokens_per_round.
+
+
+def published(fn):
+    alpha = float(fn(0.8 * 5, 4))  # r' = 0.8 with K = 4: 4 tokens per round
+    got = specmini.expected_tokens(alpha, 4) if 0 <= alpha <= 1 else float("nan")
+    return None if np.isclose(got, 4.0, atol=1e-9) else f"alpha {alpha:.4f} gives {got:.4f} tokens"
+
+
+def round_trip(fn):
+    for alpha in np.linspace(0, 0.995, 37):
+        for k in (1, 2, 3, 5, 8):
+            got = float(fn(specmini.expected_tokens(alpha, k), k))
+            if not abs(got - alpha) < 1e-9:
+                return f"k {k}: expected_tokens({alpha:.4f}) mapped back to {got:.6f}"
+    return None
+
+
+def ends(fn):
+    low, high = float(fn(1.0, 4)), float(fn(5.0, 4))
+    # near alpha = 1, (1 - alpha^(k+1)) / (1 - alpha) loses digits to cancellation: 1e-6 is fair
+    ok = abs(low) < 1e-9 and abs(high - 1) < 1e-6
+    return None if ok else f"1 token per round must give 0, k + 1 tokens 1: got {low}, {high}"
+
+
+ALPHA_CASES = [
+    ("r' = 0.8, K = 4 (4 tokens per round): expected_tokens(alpha, 4) = 4", published),
+    ("round trip on 185 (alpha, k) pairs to 1e-9", round_trip),
+    ("1 token per round is alpha 0, k + 1 tokens is alpha 1", ends),
+]
+
+
+def check_alpha_from_tokens(fn, strict=True):
+    return grade("alpha_from_tokens", fn, ALPHA_CASES, strict)
