@@ -80,7 +80,8 @@ def show_rounds(generation, decode=letter):
     spans = []
     for token, kind in zip(generation.tokens, token_kinds(generation), strict=True):
         text = html.escape(decode(token)).replace("\n", "↵")
-        style = f"background:{COLOURS[kind]};padding:1px 3px;margin:1px;font-family:monospace"
+        style = "padding:1px 3px;margin:1px;font-family:monospace;display:inline-block"
+        style += f";background:{COLOURS[kind]}"
         spans.append(f'<span class="tok-{kind}" title="{kind}" style="{style}">{text}</span>')
         if kind != "accepted":
             spans.append('<span style="border-left:2px solid #555;margin:0 2px"></span>')
