@@ -1,0 +1,227 @@
+"""notebooks/gpt2.py against Hugging Face transformers, through a fixture that transformers wrote.
+
+tests/fixtures/tiny_gpt2 holds a small random GPT2LMHeadModel saved by save_pretrained, its
+logits and its greedy continuation (scripts/make_hf_fixture.py). No torch needed here.
+"""
+
+import json
+import pathlib
+import sys
+import urllib.error
+
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.nn.state import safe_load, safe_save
+
+import specmini
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "notebooks"))
+import gpt2  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "fixtures" / "tiny_gpt2"
+MODELS = ROOT / "models"
+EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
+LOGITS = np.load(FIXTURE / "expected_logits.npz")
+PROMPT, GREEDY = EXPECTED["prompt"], EXPECTED["greedy"]
+ATOL = 1e-4  # float32 in both; the greedy path's smallest top-2 gap is 0.05, far above this
+
+
+@pytest.fixture(scope="module")
+def model():
+    return gpt2.load(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def draft(tmp_path_factory):
+    """A weaker draft: the fixture's first layer only, so some drafts get rejected."""
+    directory = tmp_path_factory.mktemp("draft")
+    config = json.loads((FIXTURE / "config.json").read_text()) | {"n_layer": 1}
+    (directory / "config.json").write_text(json.dumps(config))
+    weights = {
+        k: v for k, v in safe_load(FIXTURE / "model.safetensors").items() if ".h.1." not in k
+    }
+    safe_save(weights, str(directory / "model.safetensors"))
+    return gpt2.load(directory)
+
+
+def test_logits_match_transformers(model):
+    model.reset()
+    np.testing.assert_allclose(model(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+    np.testing.assert_allclose(model(PROMPT + GREEDY, 0), LOGITS["greedy_logits"], atol=ATOL)
+
+
+def test_config_is_read(model):
+    assert model.config.layer_norm_epsilon == 1e-4 and model.config.n_inner is None
+    assert model.h[0].ln_1.eps == 1e-4 and model.h[0].mlp.approximate == "tanh"
+
+
+def test_cached_continuation_matches_full_forward(model):
+    seq, full = PROMPT + GREEDY, LOGITS["greedy_logits"]
+    model.reset()
+    model(seq[:8], 0)
+    rows = [model(seq[: i + 1], i)[0] for i in range(8, 20)]  # one token per call, as a draft
+    np.testing.assert_allclose(np.array(rows), full[8:20], atol=ATOL)
+    # one verification pass over 5 new tokens returns all 5 rows
+    np.testing.assert_allclose(model(seq[:25], 20), full[20:25], atol=ATOL)
+    assert model.cached == seq[:25]
+
+
+def test_rollback_matches_fresh_run(model):
+    seq, fresh = PROMPT + GREEDY, gpt2.load(FIXTURE)
+    model(seq, 0)
+    changed = seq[:12] + [1, 2, 3, 4]  # start moves back and the tokens after 12 differ
+    np.testing.assert_allclose(model(changed, 10), fresh(changed, 0)[10:], atol=ATOL)
+    # the cache may hold tokens that differ before `start`: those are recomputed too
+    other = seq[:5] + [9] + seq[6:14]
+    np.testing.assert_allclose(model(other, 12), fresh(other, 0)[12:], atol=ATOL)
+    assert model(other, len(other)).shape == (0, 128)
+
+
+def test_autoregressive_greedy_matches_transformers(model):
+    out = specmini.autoregressive(model, PROMPT, len(GREEDY), temperature=0)
+    assert out.tokens == GREEDY
+
+
+def test_speculative_greedy_matches_transformers(model, draft):
+    out = specmini.generate(model, draft, PROMPT, len(GREEDY), k=3, temperature=0)
+    assert out.tokens == GREEDY
+    endings = {r.ended_with for r in out.rounds}
+    assert endings == {"correction", "bonus"}, "the draft should be right sometimes, not always"
+    same = specmini.generate(model, model, PROMPT, len(GREEDY), k=4, temperature=0)
+    assert same.tokens == GREEDY and all(r.accepted == r.drafted for r in same.rounds)
+
+
+def test_half_precision_stays_close():
+    half = gpt2.load(FIXTURE, half=True)  # fp16 is meant for GPUs; tinygrad's CPU runs it too
+    assert half.wte.weight.dtype == dtypes.half
+    np.testing.assert_allclose(half(PROMPT, 0), LOGITS["prompt_logits"], atol=0.05)
+
+
+def hub_layout(directory, weights, n_positions):
+    """What the hub's model.safetensors looks like: no prefix, mask buffers, no lm_head."""
+    out = {k.removeprefix("transformer."): v for k, v in weights.items() if k != "lm_head.weight"}
+    mask = Tensor.ones(n_positions, n_positions).tril().reshape(1, 1, n_positions, n_positions)
+    for k in [k for k in out if k.endswith(".attn.c_attn.weight")]:
+        out[k.replace("c_attn.weight", "bias")] = mask
+        out[k.replace("c_attn.weight", "masked_bias")] = Tensor([-1e4])
+    directory.mkdir(exist_ok=True)
+    safe_save(out, str(directory / "model.safetensors"))
+    (directory / "config.json").write_text((FIXTURE / "config.json").read_text())
+
+
+def test_hub_layout_loads_to_the_same_logits(tmp_path):
+    weights = safe_load(FIXTURE / "model.safetensors")
+    hub_layout(tmp_path, weights, 64)
+    assert "h.0.attn.bias" in safe_load(tmp_path / "model.safetensors")
+    np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+
+
+def test_a_cached_download_needs_no_network(monkeypatch, tmp_path):
+    hub_layout(tmp_path / "gpt2", safe_load(FIXTURE / "model.safetensors"), 64)
+    monkeypatch.setattr(gpt2, "HUB", "http://127.0.0.1:9/{name}/resolve/main/{file}")
+    monkeypatch.setattr(gpt2, "cache_dir", lambda: tmp_path)
+    np.testing.assert_allclose(gpt2.load("gpt2")(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+
+
+def test_tied_lm_head_is_accepted_and_an_untied_one_refused(tmp_path):
+    weights = safe_load(FIXTURE / "model.safetensors")
+    weights["lm_head.weight"] = weights["transformer.wte.weight"]
+    safe_save(weights, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text((FIXTURE / "config.json").read_text())
+    np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+    weights["lm_head.weight"] = Tensor(weights["transformer.wte.weight"].numpy() * 2)
+    safe_save(weights, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="ties them"):
+        gpt2.load(tmp_path)
+
+
+def test_save_then_load_round_trip(model, tmp_path):
+    gpt2.save(model, tmp_path)
+    assert sorted(safe_load(tmp_path / "model.safetensors")) == sorted(
+        safe_load(FIXTURE / "model.safetensors")
+    )
+    np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+
+
+def test_bad_input_gives_clear_errors(model, tmp_path):
+    with pytest.raises(FileNotFoundError, match="neither a model name"):
+        gpt2.load("gpt3-secret")
+    with pytest.raises(FileNotFoundError, match="neither a model name"):
+        gpt2.load(tmp_path / "missing")
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not loaded")
+    (tmp_path / "config.json").write_text((FIXTURE / "config.json").read_text())
+    with pytest.raises(FileNotFoundError, match="pickled"):
+        gpt2.load(tmp_path)
+    weights = safe_load(FIXTURE / "model.safetensors")
+    del weights["transformer.ln_f.bias"]
+    safe_save(weights, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="missing weights.*ln_f.bias"):
+        gpt2.load(tmp_path)
+    with pytest.raises(ValueError, match="n_positions = 64"):
+        model(list(range(65)), 64)
+
+
+def test_offline_download_names_the_url_and_the_cache(monkeypatch, tmp_path):
+    # a port nothing listens on: the connection is refused at once, no network wait
+    monkeypatch.setattr(gpt2, "HUB", "http://127.0.0.1:9/{name}/resolve/main/{file}")
+    monkeypatch.setattr(gpt2, "cache_dir", lambda: tmp_path)
+    with pytest.raises(ConnectionError) as error:
+        gpt2.load("gpt2")
+    assert "http://127.0.0.1:9/gpt2/resolve/main/config.json" in str(error.value)
+    assert str(tmp_path / "gpt2") in str(error.value)
+
+
+def test_real_hub_urls_and_cache_are_used(monkeypatch, tmp_path):
+    calls = []
+
+    def offline_fetch(url, name):
+        calls.append((url, name))
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(gpt2, "fetch", offline_fetch)
+    with pytest.raises(ConnectionError, match="huggingface.co/gpt2-xl/resolve/main/config.json"):
+        gpt2.load("gpt2-xl")
+    assert calls == [(gpt2.HUB.format(name="gpt2-xl", file="config.json"),
+                      gpt2.cache_dir() / "gpt2-xl" / "config.json")]  # fmt: skip
+
+
+def test_offline_tokenizer_error_is_clear(monkeypatch):
+    import tiktoken
+
+    def offline(name):
+        raise OSError("Failed to resolve 'openaipublic.blob.core.windows.net'")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    with pytest.raises(ConnectionError, match="tiktoken's gpt2 encoding.*caches them in"):
+        gpt2.gpt2_tokenizer()
+
+
+def test_byte_tokenizer_round_trip():
+    tok = gpt2.ByteTokenizer()
+    text = "def f(x):\n    return x + 1  # é\n"
+    assert tok.decode(tok.encode(text)) == text and max(tok.encode(text)) < 256
+
+
+@pytest.mark.parametrize("name", ["pytarget", "pydraft"])
+def test_offline_pair_is_as_documented(name):
+    record = json.loads((MODELS / name / "training.json").read_text())
+    model = gpt2.load(MODELS / name)
+    cfg = model.config
+    assert (cfg.vocab_size, cfg.n_positions) == (256, record["context"])
+    assert {k: getattr(cfg, k) for k in record["config"]} == record["config"]
+    n_params = sum(int(np.prod(t.shape)) for t in gpt2.weights(model).values())
+    assert n_params == record["parameters"]
+    assert set(record["final_losses_nats_per_byte"]) >= {"train", "validation"}
+    text = gpt2.ByteTokenizer().encode("import os\n")
+    out = specmini.autoregressive(model, text, 8, temperature=0)
+    assert len(out.tokens) == 8 and all(0 <= t < 256 for t in out.tokens)
+
+
+def test_offline_pair_fits_the_budget():
+    size = sum((MODELS / n / "model.safetensors").stat().st_size for n in ("pytarget", "pydraft"))
+    assert size <= 20 * 2**20
+    target = json.loads((MODELS / "pytarget" / "training.json").read_text())["parameters"]
+    draft = json.loads((MODELS / "pydraft" / "training.json").read_text())["parameters"]
+    assert draft * 10 <= target  # the draft costs about a tenth of the target or less
