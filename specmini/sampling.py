@@ -37,7 +37,7 @@ def probabilities(logits, temperature=1.0):
     logits = np.asarray(logits, dtype=np.float64)
     require(temperature >= 0, f"temperature must be >= 0, got {temperature}")
     if temperature == 0:  # greedy, exactly; ties go to the lowest token id, as in np.argmax
-        return np.eye(logits.shape[-1])[logits.argmax(-1)]
+        return (np.arange(logits.shape[-1]) == logits.argmax(-1)[..., None]).astype(np.float64)
     z = np.exp((logits - logits.max(-1, keepdims=True)) / temperature)  # shifted: no overflow
     return z / z.sum(-1, keepdims=True)
 

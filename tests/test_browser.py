@@ -65,6 +65,7 @@ def copy_course(dst, notebooks):
     """The notebooks, with an empty figures/ beside them: what they write stays in the copy."""
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(notebooks, dst / "notebooks", ignore=ignore)
+    shutil.copytree(notebooks.parent / "models", dst / "models")  # notebook 05's offline pair
     (dst / "figures").mkdir()
     return dst / "notebooks"
 

@@ -4,10 +4,10 @@ import itertools
 
 import numpy as np
 import pytest
-from models import Bigram, constant, random_pair
 from scipy import stats
 
 import specmini
+from models import Bigram, constant, random_pair
 
 VOCAB = 3
 
@@ -122,6 +122,15 @@ def test_temperature_zero_is_exact_greedy_whatever_the_draft(k, seed):
     assert out.tokens == want
     adversary = Bigram(-target.table)  # always drafts the target's least likely token
     assert specmini.generate(target, adversary, [0], 40, k=k, temperature=0).tokens == want
+
+
+def test_temperature_zero_scales_to_gpt2_vocabularies():
+    # One-hot rows over 50,257 tokens, without a vocab x vocab identity matrix (20 GB).
+    logits = np.random.default_rng(0).normal(size=(3, 50257))
+    probs = specmini.probabilities(logits, 0)
+    assert probs.shape == logits.shape and np.array_equal(probs.sum(-1), np.ones(3))
+    assert np.array_equal(probs.argmax(-1), logits.argmax(-1))
+    assert specmini.probabilities([1.0, 3.0, 3.0], 0).tolist() == [0, 1, 0]  # ties: lowest id
 
 
 @pytest.mark.parametrize("alpha_target", [0.3, 0.6, 0.9])
