@@ -2,24 +2,26 @@
 
 import numpy as np
 
-from specmini.sampling import check_pair, require
+from specmini.sampling import check_pair, count, require
 
 
 def acceptance_rate(target_probs, draft_probs):
     """alpha = sum over tokens of min(target, draft) = 1 - total variation distance."""
-    target_probs, draft_probs = check_pair(target_probs, draft_probs)
-    return np.minimum(target_probs, draft_probs).sum(-1)
+    return np.minimum(*check_pair(target_probs, draft_probs)).sum(-1)
 
 
 def expected_tokens(alpha, k):
     """Expected tokens per target call with k drafts: (1 - alpha^(k+1)) / (1 - alpha)."""
     require(0 <= alpha <= 1, f"alpha must lie in [0, 1], got {alpha}")
-    require(k >= 1, f"k must be >= 1, got {k}")
+    count(k, "k", 1)
     return k + 1.0 if alpha == 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
 def speedup_from_tokens(tokens_per_call, k, cost_ratio):
     """Speed-up when each target call yields `tokens_per_call` tokens and k drafts cost k*c."""
+    count(k, "k", 1)
+    # A round keeps 0 to k drafts and adds one token of the target's: 1 to k + 1 tokens per call.
+    require(1 <= tokens_per_call <= k + 1, f"tokens_per_call {tokens_per_call} not in [1, k + 1]")
     require(cost_ratio >= 0, f"cost_ratio (draft cost / target cost) must be >= 0: {cost_ratio}")
     return tokens_per_call / (k * cost_ratio + 1)  # a round costs k*c + 1 target calls of time
 

@@ -1,18 +1,22 @@
-"""Speculative decoding (Chen et al. 2023, Algorithm 2), and plain decoding as its k = 0 case.
+"""Speculative decoding as in Leviathan et al. 2023, Algorithm 1, round after round; plain
+decoding is its k = 0 case. (Chen et al. 2023, Algorithm 2, is the same method.)
 
 A model is any callable `model(tokens, start) -> logits` of shape (len(tokens) - start, vocab):
 row j scores the token that follows tokens[:start + j + 1]. A model with a KV cache keeps what it
-has for tokens[:start] and recomputes the rest.
+has for tokens[:start] and recomputes the rest. Its logits must be finite: specmini refuses NaN
+and infinities. To forbid a token, give it a large negative logit such as -1e4 rather than -inf:
+its probability is then exactly 0 for temperatures up to about 13 (see `probabilities`).
 """
 
 from collections import namedtuple
 
 import numpy as np
 
-from specmini.sampling import probabilities, require, residual, sample, speculative_accept
+from specmini.sampling import count, probabilities, require, residual, sample, speculative_accept
 
-# One target call: tokens drafted, how many the target accepted, and whether the round ended
-# with a "correction" (resampled from the residual) or a "bonus" token (all drafts accepted).
+# One target call: tokens drafted, how many the target accepted, and how the round ended:
+# "correction" (resampled from the residual after a rejection), "bonus" (all drafts accepted,
+# one more token from the same target call) or "plain" (nothing drafted: a plain decoding step).
 Round = namedtuple("Round", "drafted accepted ended_with")
 # What generate and autoregressive return: the new tokens only, and one Round per target call.
 Generation = namedtuple("Generation", "tokens rounds")
@@ -23,13 +27,16 @@ def next_probs(model, tokens, start, temperature):
     logits, rows = np.asarray(model(tokens, start), dtype=np.float64), len(tokens) - start
     ok_shape = logits.ndim == 2 and logits.shape[0] == rows and logits.shape[1] > 0
     require(ok_shape, f"model returned logits of shape {logits.shape}, expected ({rows}, vocab)")
-    require(np.all(np.isfinite(logits)), "model returned NaN or infinite logits")
-    return probabilities(logits, temperature)
+    return probabilities(logits, temperature)  # which refuses NaN or infinite logits
 
 
 def generate(target, draft, prompt, max_new_tokens, k=4, temperature=1.0, seed=None, stop=None):
-    """Speculative decoding: the draft guesses up to k tokens, one target call checks them all."""
-    require(k >= 1, f"k must be >= 1, got {k}")
+    """Speculative decoding: the draft guesses up to k tokens, one target call checks them all.
+
+    `stop` is one token id or a collection of them (list, tuple, set, array): generation ends
+    after the first one sampled, which is kept.
+    """
+    count(k, "k", 1)
     return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop)
 
 
@@ -39,26 +46,38 @@ def autoregressive(model, prompt, max_new_tokens, temperature=1.0, seed=None, st
 
 
 def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop):
+    """Leviathan et al.'s Algorithm 1 (p = target, q = draft, gamma = n_drafts), once per round.
+
+    Lines marked "not in the paper" are what a real decoder adds: a token budget, stop tokens,
+    and uniforms in (0, 1] instead of [0, 1).
+    """
+    prompt = [count(t, "each prompt token id", 0) for t in prompt]
     require(len(prompt) > 0, "prompt must hold at least one token")
-    require(max_new_tokens >= 0, f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    count(max_new_tokens, "max_new_tokens", 0)
+    stop = [] if stop is None else stop if hasattr(stop, "__iter__") else [stop]
+    stops = {count(t, "each stop token id", 0) for t in stop}
     rng, out = np.random.default_rng(seed), Generation([], [])
-    while len(out.tokens) < max_new_tokens and stop not in out.tokens:
-        seq = list(prompt) + out.tokens
-        drafted, draft_rows = [], []
-        # Every round ends with one token from the target: draft no more than the budget allows.
-        n = min(k, max_new_tokens - len(out.tokens) - 1)
-        for _ in range(n):
-            context = seq + drafted
-            draft_rows.append(next_probs(draft, context, len(context) - 1, temperature)[0])
+    while len(out.tokens) < max_new_tokens and not stops.intersection(out.tokens[-1:]):
+        seq, drafted, draft_rows = prompt + out.tokens, [], []
+        # Not in the paper: the round ends with one token from the target, so draft no more
+        # than the token budget has room for (0 drafts near the end, and always for k = 0).
+        n_drafts = min(k, max_new_tokens - len(out.tokens) - 1)
+        for i in range(n_drafts):  # 1. sample gamma guesses from the draft, one after the other
+            draft_rows.append(next_probs(draft, seq + drafted, len(seq) + i - 1, temperature)[0])
             drafted.append(sample(draft_rows[-1], rng))  # scored below by this very row
-        # One target pass over prefix + drafts gives len(drafted) + 1 next-token distributions.
+        # 2. Run the target once over prefix + drafts: n_drafts + 1 next-token distributions.
         target_rows = next_probs(target, seq + drafted, len(seq) - 1, temperature)
-        u = 1 - rng.random(n)  # in (0, 1]: a token the target gives zero mass never passes
-        accepted = speculative_accept(drafted, target_rows[:n], draft_rows, u) if n else []
-        a = len(accepted)
-        # Rejected at a: resample there from the residual. All accepted: a bonus token, free.
-        last = residual(target_rows[a], draft_rows[a]) if a < n else target_rows[n]
+        u = 1 - rng.random(n_drafts)  # not in the paper: u in (0, 1], so target 0 never passes
+        # 3. The number of accepted guesses, n_accepted (the paper's n).
+        accepted = speculative_accept(drafted, target_rows[:-1], draft_rows, u) if n_drafts else []
+        n_accepted = len(accepted)
+        # 4. Adjust the target's distribution if a guess was rejected: norm(max(0, p - q)).
+        last, ending = target_rows[n_drafts], "bonus" if n_drafts else "plain"
+        if n_accepted < n_drafts:
+            last, ending = residual(target_rows[n_accepted], draft_rows[n_accepted]), "correction"
+        # 5. Return n_accepted tokens from the draft and one from the target.
         new = accepted + [sample(last, rng)]
-        out.rounds.append(Round(n, a, "correction" if a < n else "bonus"))
-        out.tokens.extend(new[: new.index(stop) + 1] if stop in new else new)
+        out.rounds.append(Round(n_drafts, n_accepted, ending))
+        # Not in the paper: a stop token ends the text; it is kept, what follows it is dropped.
+        out.tokens.extend(new[: next((i + 1 for i, t in enumerate(new) if t in stops), None)])
     return out

@@ -13,28 +13,34 @@ def require(ok, message):
         raise ValueError(message)
 
 
-def check_probs(probs, name):
-    """Return `probs` as a float array whose last axis is a distribution."""
-    probs = np.asarray(probs, dtype=np.float64)
-    require(probs.ndim > 0 and probs.shape[-1] > 0, f"{name} has no vocabulary axis: {probs.shape}")
-    require(np.all(np.isfinite(probs)), f"{name} contains NaN or infinite values")
-    require(np.all(probs >= 0), f"{name} contains negative probabilities")
-    require(np.allclose(probs.sum(-1), 1, atol=1e-6), f"{name} rows must sum to 1")
-    return probs
+def count(x, name, least, most=np.inf):
+    """`x` as an int, if it is one in [least, most]: 3.0, 1.7, "3" and True are refused."""
+    ok = isinstance(x, int | np.integer) and not isinstance(x, bool) and least <= x <= most
+    require(ok, f"{name} must be an integer in [{least}, {most}], got {x!r}")
+    return int(x)
 
 
 def check_pair(target_probs, draft_probs):
-    """Both must be distributions over the same vocabulary, at the same positions."""
-    target_probs = check_probs(target_probs, "target_probs")
-    draft_probs = check_probs(draft_probs, "draft_probs")
-    shapes = f"target {target_probs.shape} and draft {draft_probs.shape} differ in shape"
-    require(target_probs.shape == draft_probs.shape, shapes)
+    """Both as float arrays of distributions over the same vocabulary, at the same positions."""
+    target_probs, draft_probs = np.asarray(target_probs, float), np.asarray(draft_probs, float)
+    for name, probs in [("target_probs", target_probs), ("draft_probs", draft_probs)]:
+        require(probs.ndim > 0 and probs.shape[-1] > 0, f"{name} has no vocabulary: {probs.shape}")
+        require(np.all((probs >= 0) & (probs <= 1)), f"{name} has NaN, negative or > 1 entries")
+        require(np.allclose(probs.sum(-1), 1, atol=1e-6), f"{name} rows must sum to 1")
+    require(target_probs.shape == draft_probs.shape, "target_probs and draft_probs differ in shape")
     return target_probs, draft_probs
 
 
 def probabilities(logits, temperature=1.0):
-    """softmax(logits / temperature) per row; temperature 0 puts all mass on the argmax."""
+    """softmax(logits / temperature) per row; temperature 0 puts all mass on the argmax.
+
+    Logits must be finite: NaN has no order and +inf no softmax. To forbid a token give it a
+    large negative logit such as -1e4: exp(-1e4 / temperature) is exactly 0.0 in float64 while
+    1e4 / temperature > 745, that is for temperatures up to about 13; above that it is tiny but
+    positive, and a still larger gap keeps it at zero.
+    """
     logits = np.asarray(logits, dtype=np.float64)
+    require(np.all(np.isfinite(logits)), "logits must be finite: NaN or infinite values found")
     require(temperature >= 0, f"temperature must be >= 0, got {temperature}")
     if temperature == 0:  # greedy, exactly; ties go to the lowest token id, as in np.argmax
         return (np.arange(logits.shape[-1]) == logits.argmax(-1)[..., None]).astype(np.float64)
@@ -60,16 +66,18 @@ def residual(target_probs, draft_probs):
 
 
 def speculative_accept(draft_tokens, target_probs, draft_probs, uniforms):
-    """The accepted prefix of `draft_tokens`: token i stays iff u_i <= min(1, target/draft)."""
+    """The accepted prefix of `draft_tokens`: token i stays iff u_i <= min(1, target/draft).
+
+    Row i of `target_probs` and `draft_probs` is the distribution token i was drafted from.
+    """
     target_probs, draft_probs = check_pair(target_probs, draft_probs)
     uniforms = np.asarray(uniforms, dtype=np.float64)
-    require(len(draft_tokens) == len(uniforms) == len(target_probs), "need one row per token")
+    tokens = [count(t, "each draft token id", 0, target_probs.shape[-1] - 1) for t in draft_tokens]
+    require(target_probs.shape[:-1] == uniforms.shape == (len(tokens),), "need one row per token")
     require(np.all((uniforms >= 0) & (uniforms <= 1)), "uniforms must lie in [0, 1]")
-    accepted = []
-    for i, token in enumerate(draft_tokens):
-        require(0 <= token < target_probs.shape[-1], f"draft token {token} is not in the vocab")
-        require(draft_probs[i, token] > 0, f"draft token {token} has draft probability 0")
+    # A draft only draws tokens it gives mass: each must be nonzero (so > 0, as none is negative).
+    require(draft_probs[range(len(tokens)), tokens].all(), "draft token with draft probability 0")
+    for i, token in enumerate(tokens):  # the test itself: keep each draft while it passes
         if uniforms[i] > min(1.0, target_probs[i, token] / draft_probs[i, token]):
-            break  # rejected: this token and every later draft are thrown away
-        accepted.append(int(token))
-    return accepted
+            return tokens[:i]  # rejected: this token and every later draft are thrown away
+    return tokens

@@ -4,9 +4,9 @@ import itertools
 
 import numpy as np
 import pytest
-from models import random_distributions
 
 import specmini
+from models import random_distributions
 
 # --- The classic exercise: speculative_accept(draft_tokens, p, q, r), p the target, q the draft.
 
@@ -198,3 +198,64 @@ def test_residual_works_row_by_row():
     batch = specmini.residual(targets, drafts)
     for i in range(5):
         np.testing.assert_allclose(batch[i], specmini.residual(targets[i], drafts[i]))
+
+
+# --- Bad input reaches a clear ValueError, not an IndexError or NaN (issue 11).
+
+PAIR = np.array([[0.5, 0.5]])
+
+
+@pytest.mark.parametrize("temperature", [0, 0.5, 1.0])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_probabilities_refuse_non_finite_logits(bad, temperature):
+    with pytest.raises(ValueError, match="finite"):
+        specmini.probabilities([bad, 1.0, 2.0], temperature)
+    with pytest.raises(ValueError, match="finite"):
+        specmini.probabilities([[0.0, 1.0], [bad, 1.0]], temperature)
+
+
+def test_a_large_negative_logit_forbids_a_token_up_to_high_temperatures():
+    # -1e4 below the others: exp(-1e4 / T) is exactly 0 while 1e4 / T > 745, so for T < ~13.
+    assert specmini.probabilities([-1e4, 0.0, 0.0], 10.0)[0] == 0.0
+    assert 0 < specmini.probabilities([-1e4, 0.0, 0.0], 20.0)[0] < 1e-200
+    assert specmini.probabilities([-1e4, 0.0, 0.0], 0)[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "tokens, target, draft, uniforms",
+    [
+        ([0, 1], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]),  # 1-D: no row per token
+        ([0], [[0.5, 0.5]], [[0.5, 0.5]], [[0.5]]),  # uniforms of the wrong shape
+        ([0], [PAIR], [PAIR], [0.5]),  # 3-D
+        ([0, 1], [PAIR, PAIR], [PAIR, PAIR], [0.5, 0.5]),  # 3-D, two rows
+    ],
+)
+def test_speculative_accept_refuses_probabilities_that_are_not_one_row_per_token(
+    tokens, target, draft, uniforms
+):
+    with pytest.raises(ValueError, match="one row per token"):
+        specmini.speculative_accept(tokens, target, draft, uniforms)
+
+
+@pytest.mark.parametrize("token", [0.0, 0.7, 1.7, True, False, "0", None, np.float64(1.0), 2, -1])
+def test_speculative_accept_refuses_what_is_not_a_token_id(token):
+    with pytest.raises(ValueError, match="token id"):
+        specmini.speculative_accept([token], PAIR, PAIR, [0.5])
+
+
+def test_speculative_accept_takes_numpy_integers_and_returns_ints():
+    accepted = specmini.speculative_accept(
+        np.array([1, 0]), [[0.5, 0.5]] * 2, [[0.5, 0.5]] * 2, [1, 1]
+    )
+    assert accepted == [1, 0] and all(type(t) is int for t in accepted)
+    assert specmini.speculative_accept([], np.zeros((0, 2)), np.zeros((0, 2)), []) == []
+
+
+def test_every_draft_token_is_checked_even_after_a_rejection():
+    # The first draft is rejected (u = 1 > 0.1 / 0.9); the second is still checked, not skipped.
+    target, draft = [[0.1, 0.9], [0.5, 0.5]], [[0.9, 0.1], [1.0, 0.0]]
+    assert specmini.speculative_accept([0, 0], target, draft, [1.0, 0.5]) == []
+    with pytest.raises(ValueError, match="token id"):
+        specmini.speculative_accept([0, 7], target, draft, [1.0, 0.5])
+    with pytest.raises(ValueError, match="probability 0"):
+        specmini.speculative_accept([0, 1], target, draft, [1.0, 0.5])

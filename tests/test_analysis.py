@@ -1,5 +1,6 @@
 """The speed-up analysis, checked against the published numbers."""
 
+import numpy as np
 import pytest
 
 import specmini
@@ -37,6 +38,13 @@ def test_speedup_is_leviathan_formula():
     assert specmini.speedup(0.0, 4, 0.1) == pytest.approx(1 / 1.4)  # slower than no drafting
 
 
+def test_speedup_from_tokens_accepts_the_whole_range():
+    # One token per call (every draft rejected) up to k + 1 (every draft accepted, plus the bonus).
+    assert specmini.speedup_from_tokens(1, 4, 0.0) == 1.0
+    assert specmini.speedup_from_tokens(5, 4, 0.25) == 2.5
+    assert specmini.speedup(0.8, np.int64(4), 0.1) == pytest.approx(specmini.speedup(0.8, 4, 0.1))
+
+
 def test_acceptance_rate_is_one_minus_total_variation():
     target, draft = [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]
     tv = 0.5 * sum(abs(a - b) for a, b in zip(target, draft, strict=True))
@@ -51,6 +59,16 @@ def test_acceptance_rate_is_one_minus_total_variation():
         (lambda: specmini.expected_tokens(0.5, 0), "k must be"),
         (lambda: specmini.speedup(0.5, 4, -1), "cost_ratio"),
         (lambda: specmini.expected_tokens(float("nan"), 4), "alpha"),
+        (lambda: specmini.expected_tokens(0.5, 2.0), "k must be an integer"),
+        (lambda: specmini.speedup(0.5, 2.5, 0.1), "k must be an integer"),
+        (lambda: specmini.speedup_from_tokens(2.0, 0, 0.1), "k must be"),
+        (lambda: specmini.speedup_from_tokens(2.0, -1, 0.1), "k must be"),
+        (lambda: specmini.speedup_from_tokens(2.0, 2.5, 0.1), "k must be an integer"),
+        (lambda: specmini.speedup_from_tokens(-2.0, 4, 0.1), "tokens_per_call"),
+        (lambda: specmini.speedup_from_tokens(float("nan"), 4, 0.1), "tokens_per_call"),
+        (lambda: specmini.speedup_from_tokens(0.5, 4, 0.1), "tokens_per_call"),  # below 1
+        (lambda: specmini.speedup_from_tokens(5.5, 4, 0.1), "tokens_per_call"),  # above k + 1
+        (lambda: specmini.speedup_from_tokens(2.0, 4, float("nan")), "cost_ratio"),
     ],
 )
 def test_analysis_rejects_bad_input(call, message):

@@ -1,6 +1,8 @@
 """The decoding loops: exact in distribution (Monte Carlo), exact greedy, budget, bad input."""
 
+import inspect
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -212,9 +214,9 @@ def test_speculative_accept_rejects_bad_input(target, draft, uniforms, message):
 
 
 def test_out_of_vocabulary_and_impossible_draft_tokens():
-    with pytest.raises(ValueError, match="not in the vocab"):
+    with pytest.raises(ValueError, match="token id must be an integer in \\[0, 1\\], got 2"):
         specmini.speculative_accept([2], GOOD, GOOD, [0.5])
-    with pytest.raises(ValueError, match="not in the vocab"):
+    with pytest.raises(ValueError, match="token id must be an integer in \\[0, 1\\], got -1"):
         specmini.speculative_accept([-1], GOOD, GOOD, [0.5])
     with pytest.raises(ValueError, match="probability 0"):
         specmini.speculative_accept([1], GOOD, [[1.0, 0.0]], [0.5])
@@ -268,3 +270,101 @@ def test_target_and_draft_with_different_vocabularies():
     _, draft = random_pair(4, seed=0)
     with pytest.raises(ValueError, match="differ in shape"):
         specmini.generate(target, draft, [0], 5)
+
+
+# --- Token ids, counts and stop tokens (issue 11): integers only, refused rather than truncated.
+
+NOT_TOKEN_IDS = [-1, 1.7, 1.0, "1", True, None]
+
+
+@pytest.mark.parametrize("bad", NOT_TOKEN_IDS)
+def test_prompts_must_hold_token_ids(bad):
+    target, draft = random_pair(3, seed=0)
+    with pytest.raises(ValueError, match="prompt"):
+        specmini.generate(target, draft, [0, bad], 5)
+    with pytest.raises(ValueError, match="prompt"):
+        specmini.autoregressive(target, [bad], 5)
+    assert target.calls == [] and draft.calls == []  # refused before any model call
+
+
+def test_prompts_may_be_numpy_arrays_or_numpy_integers():
+    target, draft = random_pair(3, seed=0)
+    want = specmini.generate(target, draft, [0, 2], 6, seed=1).tokens
+    assert specmini.generate(target, draft, np.array([0, 2]), 6, seed=1).tokens == want
+    assert specmini.generate(target, draft, [np.int64(0), np.int32(2)], 6, seed=1).tokens == want
+
+
+@pytest.mark.parametrize("bad", [3.0, 2.5, True, "3", None])
+def test_max_new_tokens_and_k_must_be_integers(bad):
+    target, draft = random_pair(3, seed=0)
+    with pytest.raises(ValueError, match="max_new_tokens must be an integer"):
+        specmini.generate(target, draft, [0], bad)
+    with pytest.raises(ValueError, match="max_new_tokens must be an integer"):
+        specmini.autoregressive(target, [0], bad)
+    with pytest.raises(ValueError, match="k must be an integer"):
+        specmini.generate(target, draft, [0], 5, k=bad)
+    out = specmini.generate(target, draft, [0], np.int64(5), k=np.int64(2), seed=0)
+    assert out.tokens == specmini.generate(target, draft, [0], 5, k=2, seed=0).tokens
+
+
+def first_stop(tokens, stops):
+    return next(i for i, token in enumerate(tokens) if token in stops)
+
+
+@pytest.mark.parametrize("stop", [[1, 2], (1, 2), {1, 2}, np.array([1, 2]), range(1, 3)])
+def test_stop_may_be_a_collection_of_token_ids(stop):
+    # Token 0 is likely, tokens 1 and 2 each have probability 0.1: either one ends the text.
+    target, draft = constant([0.8, 0.1, 0.1]), constant([1 / 3] * 3)
+    for seed in range(10):
+        spec = specmini.generate(target, draft, [0], 200, k=4, seed=seed, stop=stop).tokens
+        auto = specmini.autoregressive(target, [0], 200, seed=seed, stop=stop).tokens
+        for tokens in (spec, auto):
+            assert tokens[-1] in (1, 2) and first_stop(tokens, {1, 2}) == len(tokens) - 1
+
+
+def test_stop_may_be_one_numpy_integer_and_an_empty_collection_stops_nothing():
+    target, draft = constant([0.8, 0.1, 0.1]), constant([1 / 3] * 3)
+    with_int = specmini.generate(target, draft, [0], 200, k=4, seed=0, stop=1).tokens
+    assert specmini.generate(target, draft, [0], 200, k=4, seed=0, stop=np.int64(1)).tokens == (
+        with_int
+    )
+    assert with_int[-1] == 1 and 1 not in with_int[:-1]
+    assert len(specmini.generate(target, draft, [0], 200, k=4, seed=0, stop=[]).tokens) == 200
+
+
+@pytest.mark.parametrize("bad", [1.5, 1.0, "1", True, [1, 2.5], ["1"], -1])
+def test_stop_must_be_token_ids(bad):
+    target, draft = random_pair(3, seed=0)
+    with pytest.raises(ValueError, match="stop"):
+        specmini.generate(target, draft, [0], 5, stop=bad)
+    with pytest.raises(ValueError, match="stop"):
+        specmini.autoregressive(target, [0], 5, stop=bad)
+
+
+# --- How each round ended: plain decoding is not a run of free bonus tokens.
+
+
+def test_rounds_with_nothing_drafted_end_plain():
+    target, draft = random_pair(3, seed=0)
+    auto = specmini.autoregressive(target, [0], 6, seed=0)
+    assert [r.ended_with for r in auto.rounds] == ["plain"] * 6
+    assert all(r.drafted == r.accepted == 0 for r in auto.rounds)
+    # The budget leaves no room to draft in the last round of 6 tokens with k = 4: one plain step.
+    spec = specmini.generate(target, draft, [0], 6, k=4, seed=0)
+    assert spec.rounds[-1].drafted == 0 and spec.rounds[-1].ended_with == "plain"
+    assert all(r.ended_with != "plain" for r in spec.rounds if r.drafted > 0)
+    assert {
+        r.ended_with for r in specmini.generate(target, draft, [0], 60, k=2, seed=0).rounds
+    } >= {
+        "correction",
+        "bonus",
+    }
+
+
+def test_decode_reads_like_leviathan_algorithm_1():
+    source = inspect.getsource(specmini.decode)
+    assert "Leviathan et al. 2023, Algorithm 1" in specmini.decode.__doc__
+    assert specmini.decode.decode.__doc__
+    steps = [int(m) for m in re.findall(r"# (\d)\. ", source)]
+    assert steps == [1, 2, 3, 4, 5], "the steps of Algorithm 1, numbered in order"
+    assert "n_drafts" in source and "n_accepted" in source
