@@ -87,8 +87,8 @@ def test_autoregressive_greedy_matches_transformers(model):
 def test_speculative_greedy_matches_transformers(model, draft):
     out = specmini.generate(model, draft, PROMPT, len(GREEDY), k=3, temperature=0)
     assert out.tokens == GREEDY
-    endings = {r.ended_with for r in out.rounds}
-    assert endings == {"correction", "bonus"}, "the draft should be right sometimes, not always"
+    accepted = [r.accepted for r in out.rounds if r.drafted]
+    assert 0 < sum(accepted) < sum(r.drafted for r in out.rounds), "right sometimes, not always"
     same = specmini.generate(model, model, PROMPT, len(GREEDY), k=4, temperature=0)
     assert same.tokens == GREEDY and all(r.accepted == r.drafted for r in same.rounds)
 
