@@ -5,37 +5,10 @@ A stub that still raises NotImplementedError counts as "not attempted yet", not 
 """
 
 import numpy as np
+from grading import grade
+from toys import TARGET_ABC as ABC  # the course's target over A/B/C
 
 import specmini
-
-ABC = np.array([0.6, 0.3, 0.1])  # the course's target over A/B/C (toys.TARGET_ABC)
-
-
-def grade(name, fn, cases, strict=True):
-    """Run each (title, case) on `fn`; a case returns None when it passes, else what went wrong.
-
-    With strict (a learner's check cell) a failure raises AssertionError and nothing is returned;
-    otherwise returns True (all pass), False (some fail) or None (not attempted yet).
-    """
-    failed = 0
-    for title, case in cases:
-        try:
-            problem = case(fn)
-        except NotImplementedError:
-            print(
-                f"… {name}: not attempted yet. Write it in the cell above, then re-run this cell."
-            )
-            return None
-        except Exception as e:  # a crash is a failed case, and says why
-            problem = f"raised {type(e).__name__}: {e}"
-        print(f"✗ {title}: {problem}" if problem else f"✓ {title}")
-        failed += problem is not None
-    if failed and strict:
-        raise AssertionError(f"{name}: {failed} of {len(cases)} checks failed")
-    if not failed:
-        print(f"✓ {name}: all {len(cases)} checks pass")
-    return None if strict else failed == 0
-
 
 # Exercise 1: sample_with_uniform(probs, u) -> token id, by inverting the cumulative distribution.
 

@@ -1,16 +1,16 @@
 """Automatic checks for the exercises of notebook 03: the residual, and what one step outputs.
 
 Each `check_*` runs a learner's function through a list of cases and prints one line per case
-(the `grade` loop of exercises_01). A stub that still raises NotImplementedError counts as "not
+(the `grade` loop of grading.py). A stub that still raises NotImplementedError counts as "not
 attempted yet", not as a failure.
 """
 
 import numpy as np
-from exercises_01 import grade
+from grading import as_array, grade
+from toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
+from toys import TARGET_ABC as TARGET
 
 import specmini
-
-TARGET, DRAFT = np.array([0.6, 0.3, 0.1]), np.array([0.4, 0.5, 0.1])  # toys' A/B/C pair
 
 
 def random_pairs(seed, n=200, edge_cases=True):
@@ -34,21 +34,17 @@ def random_pairs(seed, n=200, edge_cases=True):
         yield target, draft
 
 
-def as_probs(x):
-    return np.asarray(x, dtype=np.float64)
-
-
 # Exercise 1: residual(target, draft) -> norm(max(0, target - draft)), the target if no excess.
 
 
 def abc_residual(fn):
-    got = as_probs(fn(TARGET.copy(), DRAFT.copy()))
+    got = as_array(fn(TARGET.copy(), DRAFT.copy()))
     return None if np.allclose(got, [1, 0, 0]) else f"got {got.round(4)}, expected [1. 0. 0.]"
 
 
 def is_distribution(fn):
     for target, draft in random_pairs(1):
-        got = as_probs(fn(target, draft))
+        got = as_array(fn(target, draft))
         if got.shape != target.shape or not np.allclose(got.sum(), 1) or np.any(got < 0):
             return f"for target {target.round(3)}, draft {draft.round(3)}: got {got.round(4)}"
     return None
@@ -56,14 +52,14 @@ def is_distribution(fn):
 
 def only_where_target_exceeds(fn):
     for target, draft in random_pairs(2):
-        got = as_probs(fn(target, draft))
+        got = as_array(fn(target, draft))
         if np.any(target > draft) and np.any(got[target <= draft] > 0):
             return f"mass on tokens where draft >= target: {got.round(4)}"
     return None
 
 
 def equal_pair(fn):
-    got = as_probs(fn(TARGET.copy(), TARGET.copy()))
+    got = as_array(fn(TARGET.copy(), TARGET.copy()))
     if np.any(np.isnan(got)):
         return f"got {got} (0 / 0): with no excess anywhere, return the target itself"
     return None if np.allclose(got, TARGET) else f"got {got.round(4)}, expected the target"
@@ -71,13 +67,13 @@ def equal_pair(fn):
 
 def disjoint_pair(fn):
     target, draft = np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.0, 0.3, 0.7])
-    got = as_probs(fn(target, draft))
+    got = as_array(fn(target, draft))
     return None if np.allclose(got, target) else f"got {got.round(4)}, expected the target"
 
 
 def same_as_specmini_residual(fn):
     for target, draft in random_pairs(3):
-        got, want = as_probs(fn(target, draft)), specmini.residual(target, draft)
+        got, want = as_array(fn(target, draft)), specmini.residual(target, draft)
         if got.shape != want.shape or not np.allclose(got, want, atol=1e-12):
             return f"target {target.round(3)}, draft {draft.round(3)}: {got.round(4)} != {want}"
     return None
@@ -110,25 +106,25 @@ def reference_step(target, proposal, scored_as):
 
 def correct_step_is_exact(fn):
     for target, draft in random_pairs(4, edge_cases=False):
-        got = as_probs(fn(target, draft, draft))
+        got = as_array(fn(target, draft, draft))
         if got.shape != target.shape or not np.allclose(got, target, atol=1e-12):
             return f"proposal == scored_as == {draft.round(3)}: {got.round(4)} != {target.round(4)}"
     return None
 
 
 def greedy_bug(fn):
-    got = as_probs(fn(np.array([0.6, 0.4]), np.array([1.0, 0.0]), np.array([0.8, 0.2])))
+    got = as_array(fn(np.array([0.6, 0.4]), np.array([1.0, 0.0]), np.array([0.8, 0.2])))
     return None if np.allclose(got, [0.75, 0.25]) else f"got {got.round(4)}, expected [0.75 0.25]"
 
 
 def greedy_fixed(fn):
     one_hot = np.array([1.0, 0.0])
-    got = as_probs(fn(np.array([0.6, 0.4]), one_hot, one_hot))
+    got = as_array(fn(np.array([0.6, 0.4]), one_hot, one_hot))
     return None if np.allclose(got, [0.6, 0.4]) else f"got {got.round(4)}, expected [0.6 0.4]"
 
 
 def swapped_bug(fn):
-    got, want = as_probs(fn(DRAFT, DRAFT, TARGET)), reference_step(DRAFT, DRAFT, TARGET)
+    got, want = as_array(fn(DRAFT, DRAFT, TARGET)), reference_step(DRAFT, DRAFT, TARGET)
     return None if np.allclose(got, want) else f"got {got.round(4)}, expected {want.round(4)}"
 
 
@@ -138,7 +134,7 @@ def random_triples(fn):
         vocab = int(rng.integers(2, 8))
         target, proposal, scored_as = rng.dirichlet(np.ones(vocab), size=3)
         got, want = (
-            as_probs(fn(target, proposal, scored_as)),
+            as_array(fn(target, proposal, scored_as)),
             reference_step(target, proposal, scored_as),
         )
         if got.shape != want.shape or not np.allclose(got, want, atol=1e-12):

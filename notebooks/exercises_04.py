@@ -1,12 +1,13 @@
 """Automatic checks for the exercises of notebook 04: tokens per round, and alpha from r'.
 
 Each `check_*` runs a learner's function through a list of cases and prints one line per case
-(the `grade` loop of exercises_01). A stub that still raises NotImplementedError counts as "not
+(the `grade` loop of grading.py). A stub that still raises NotImplementedError counts as "not
 attempted yet", not as a failure.
 """
 
 import numpy as np
-from exercises_01 import grade
+from grading import as_array, grade
+from toys import DRAFT_ABC, TARGET_ABC, constant_model
 
 import specmini
 
@@ -14,10 +15,6 @@ GRID = [(alpha, k) for alpha in (0.0, 0.1, 0.35, 0.5, 0.8, 0.95, 0.999, 1.0) for
 
 
 # Exercise 1: tokens_per_round_distribution(alpha, k) -> P(a round yields n tokens), n = 1..k+1.
-
-
-def as_array(x):
-    return np.asarray(x, dtype=np.float64)
 
 
 def worked_example(fn):
@@ -57,14 +54,9 @@ def extremes(fn):
     return None
 
 
-def constant(probs):
-    """A model that ignores its context (toys.constant_model, kept here to stand alone)."""
-    return lambda tokens, start: np.tile(np.log(probs), (len(tokens) - start, 1))
-
-
 def matches_generate(fn):
     # A/B/C models ignore their context, so every round is an independent draw of alpha = 0.8.
-    target, draft, k = constant([0.6, 0.3, 0.1]), constant([0.4, 0.5, 0.1]), 3
+    target, draft, k = constant_model(TARGET_ABC), constant_model(DRAFT_ABC), 3
     sizes = []
     for seed in range(12):
         rounds = specmini.generate(target, draft, [0], 300, k=k, seed=seed).rounds

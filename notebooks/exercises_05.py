@@ -1,11 +1,11 @@
 """Automatic checks for the exercises of notebook 05: the verification mask, a greedy round.
 
-Each `check_*` runs a learner's function through a list of cases with `exercises_01.grade`: one
+Each `check_*` runs a learner's function through a list of cases with `grading.grade`: one
 line per case, and a stub that still raises NotImplementedError counts as "not attempted yet".
 """
 
 import numpy as np
-from exercises_01 import grade
+from grading import grade
 from toys import bigram_pair
 
 import specmini

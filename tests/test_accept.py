@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import specmini
-from models import random_distributions
+from models import DRAFT_ABC, TARGET_ABC, random_distributions
 
 # --- The classic exercise: speculative_accept(draft_tokens, p, q, r), p the target, q the draft.
 
@@ -55,7 +55,7 @@ def test_halts_at_first_rejection_mid_sequence():
 
 # --- The A/B/C example: target (0.6, 0.3, 0.1), draft (0.4, 0.5, 0.1).
 
-TARGET_ABC, DRAFT_ABC, A, B, C = np.array([0.6, 0.3, 0.1]), np.array([0.4, 0.5, 0.1]), 0, 1, 2
+A, B, C = 0, 1, 2
 
 
 def test_abc_token_b_is_accepted_with_probability_0_6():

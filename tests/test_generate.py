@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import specmini
-from models import Bigram, constant, random_pair
+from models import Bigram, constant_model, random_pair
 
 VOCAB = 3
 
@@ -78,7 +78,7 @@ def test_known_bug_greedy_draft_scored_with_softmax_probabilities():
     # Target (0.6, 0.4), draft (0.8, 0.2). A draft that always proposes its argmax but is scored
     # with its softmax probability accepts token 0 with 0.75 and else falls back to the residual
     # (0, 1): (0.75, 0.25). Drafting from the very distribution in the ratio gives (0.6, 0.4).
-    target, draft = constant([0.6, 0.4]), constant([0.8, 0.2])
+    target, draft = constant_model([0.6, 0.4]), constant_model([0.8, 0.2])
     firsts = [
         specmini.generate(target, draft, [0], 1 + 1, k=1, seed=s).tokens[0] for s in range(4000)
     ]
@@ -90,7 +90,7 @@ def test_known_bug_greedy_draft_scored_with_softmax_probabilities():
 
 
 def test_disjoint_supports_still_give_the_target():
-    target, draft = constant([0.5, 0.5, 0.0]), constant([0.0, 0.0, 1.0])
+    target, draft = constant_model([0.5, 0.5, 0.0]), constant_model([0.0, 0.0, 1.0])
     out = specmini.generate(target, draft, [0], 2000, k=4, seed=0)
     assert all(r.accepted == 0 for r in out.rounds)
     counts = np.bincount(out.tokens, minlength=3)
@@ -142,7 +142,9 @@ def test_mean_tokens_per_round_matches_expected_tokens(alpha_target, k):
     target_probs = np.array([0.5, 0.3, 0.2])
     draft_probs = alpha_target * target_probs + (1 - alpha_target) * np.array([0.0, 0.0, 1.0])
     alpha = specmini.acceptance_rate(target_probs, draft_probs)
-    out = specmini.generate(constant(target_probs), constant(draft_probs), [0], 5000, k, seed=k)
+    out = specmini.generate(
+        constant_model(target_probs), constant_model(draft_probs), [0], 5000, k, seed=k
+    )
     per_round = np.array([r.accepted + 1 for r in out.rounds if r.drafted == k])
     standard_error = per_round.std() / np.sqrt(len(per_round))
     expected = specmini.expected_tokens(alpha, k)
@@ -164,8 +166,8 @@ def test_exactly_max_new_tokens_and_reproducible():
 
 
 def test_stop_token_ends_generation_early_and_is_kept():
-    target = constant([0.1, 0.1, 0.8])
-    out = specmini.generate(target, constant([1 / 3] * 3), [0], 100, k=4, seed=0, stop=1)
+    target = constant_model([0.1, 0.1, 0.8])
+    out = specmini.generate(target, constant_model([1 / 3] * 3), [0], 100, k=4, seed=0, stop=1)
     assert out.tokens[-1] == 1 and 1 not in out.tokens[:-1] and len(out.tokens) < 100
     auto = specmini.autoregressive(target, [0], 100, seed=0, stop=1)
     assert auto.tokens[-1] == 1 and 1 not in auto.tokens[:-1]
@@ -314,7 +316,7 @@ def first_stop(tokens, stops):
 @pytest.mark.parametrize("stop", [[1, 2], (1, 2), {1, 2}, np.array([1, 2]), range(1, 3)])
 def test_stop_may_be_a_collection_of_token_ids(stop):
     # Token 0 is likely, tokens 1 and 2 each have probability 0.1: either one ends the text.
-    target, draft = constant([0.8, 0.1, 0.1]), constant([1 / 3] * 3)
+    target, draft = constant_model([0.8, 0.1, 0.1]), constant_model([1 / 3] * 3)
     for seed in range(10):
         spec = specmini.generate(target, draft, [0], 200, k=4, seed=seed, stop=stop).tokens
         auto = specmini.autoregressive(target, [0], 200, seed=seed, stop=stop).tokens
@@ -323,7 +325,7 @@ def test_stop_may_be_a_collection_of_token_ids(stop):
 
 
 def test_stop_may_be_one_numpy_integer_and_an_empty_collection_stops_nothing():
-    target, draft = constant([0.8, 0.1, 0.1]), constant([1 / 3] * 3)
+    target, draft = constant_model([0.8, 0.1, 0.1]), constant_model([1 / 3] * 3)
     with_int = specmini.generate(target, draft, [0], 200, k=4, seed=0, stop=1).tokens
     assert specmini.generate(target, draft, [0], 200, k=4, seed=0, stop=np.int64(1)).tokens == (
         with_int

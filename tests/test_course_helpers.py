@@ -1,0 +1,46 @@
+"""The course's helpers each have one home: the A/B/C pair and the toy models in toys.py, the
+check runner in grading.py. A second copy drifts; these tests fail when one comes back."""
+
+import ast
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODULES = sorted((ROOT / "notebooks").glob("exercises_*.py")) + [
+    ROOT / "notebooks" / "toys.py",
+    ROOT / "notebooks" / "grading.py",
+    *sorted((ROOT / "tests").glob("*.py")),
+]
+
+
+def top_level_names(path):
+    """Names of the functions, classes and variables a module defines at its top level."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                names.update(t.id for t in ast.walk(target) if isinstance(t, ast.Name))
+    return names
+
+
+def homes(predicate):
+    return [p.name for p in MODULES if p.exists() and any(map(predicate, top_level_names(p)))]
+
+
+def test_the_check_runner_lives_in_grading():
+    assert homes(lambda name: name == "grade") == ["grading.py"]
+    assert homes(lambda name: name in ("as_probs", "as_array")) == ["grading.py"]
+    for path in sorted((ROOT / "notebooks").glob("exercises_*.py")):
+        assert "from exercises_01 import" not in path.read_text(), path.name
+
+
+def test_one_constant_model():
+    assert homes(lambda name: name.startswith("constant")) == ["toys.py"]
+
+
+def test_the_abc_pair_is_written_down_once():
+    pattern = re.compile(r"0\.6,\s*0\.3,\s*0\.1\]|0\.4,\s*0\.5,\s*0\.1\]")
+    written = [p.name for p in MODULES if p.exists() and pattern.search(p.read_text())]
+    assert written == ["toys.py"]
