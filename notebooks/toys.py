@@ -14,7 +14,9 @@ VOCAB = ["A", "B", "C"]
 TARGET_ABC = np.array([0.6, 0.3, 0.1])  # the running example of notebooks 01-03
 DRAFT_ABC = np.array([0.4, 0.5, 0.1])
 
-COLOURS = {"accepted": "#b7e4c7", "corrected": "#f6bd60", "bonus": "#a9d6f5"}
+# "plain": a round that drafted nothing (plain decoding, or a budget with room for one token only)
+COLOURS = {"accepted": "#b7e4c7", "corrected": "#f6bd60", "bonus": "#a9d6f5", "plain": "#dddddd"}
+KIND = {"correction": "corrected", "bonus": "bonus", "plain": "plain"}  # from Round.ended_with
 
 
 class TableModel:
@@ -62,11 +64,11 @@ def total_variation(a, b):
 
 
 def token_kinds(generation):
-    """Label each generated token "accepted", "corrected" or "bonus", round by round."""
+    """Label each generated token "accepted", "corrected", "bonus" or "plain", round by round."""
     kinds = []
     for r in generation.rounds:
         kinds += ["accepted"] * r.accepted
-        kinds.append("corrected" if r.ended_with == "correction" else "bonus")
+        kinds.append(KIND[r.ended_with])
     return kinds[: len(generation.tokens)]  # a stop token may have cut the last round short
 
 
@@ -77,16 +79,17 @@ def letter(token):
 
 def show_rounds(generation, decode=letter):
     """Colour each token by how it was made; a dark bar closes each target call."""
-    spans = []
-    for token, kind in zip(generation.tokens, token_kinds(generation), strict=True):
+    spans, kinds = [], token_kinds(generation)
+    for token, kind in zip(generation.tokens, kinds, strict=True):
         text = html.escape(decode(token)).replace("\n", "↵")
         style = "padding:1px 3px;margin:1px;font-family:monospace;display:inline-block"
         style += f";background:{COLOURS[kind]}"
         spans.append(f'<span class="tok-{kind}" title="{kind}" style="{style}">{text}</span>')
         if kind != "accepted":
             spans.append('<span style="border-left:2px solid #555;margin:0 2px"></span>')
+    shown = [k for k in COLOURS if k != "plain" or k in kinds]  # "plain" only where it occurs
     legend = " ".join(
-        f'<span style="background:{c};padding:1px 6px">{k}</span>' for k, c in COLOURS.items()
+        f'<span style="background:{COLOURS[k]};padding:1px 6px">{k}</span>' for k in shown
     )
     return HTML(f'<div style="line-height:2">{"".join(spans)}</div><div>{legend}</div>')
 

@@ -192,7 +192,8 @@ def interactive_box(slider_):
 
 SHOWN = """(box) => {
     const outputs = [...box.querySelectorAll('.widget-output .jp-OutputArea-output')];
-    const tokens = [...box.querySelectorAll('.tok-accepted, .tok-corrected, .tok-bonus')];
+    const kinds = ['accepted', 'corrected', 'bonus', 'plain'].map((kind) => `.tok-${kind}`);
+    const tokens = [...box.querySelectorAll(kinds.join(', '))];
     return {
         rounds: tokens.map((t) => `${t.className}:${t.textContent}`).join(' '),
         text: outputs.map((o) => o.textContent).join('\\n'),
