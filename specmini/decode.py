@@ -41,15 +41,19 @@ def generate(target, draft, prompt, max_new_tokens, k=4, temperature=1.0, seed=N
 
 
 def autoregressive(model, prompt, max_new_tokens, temperature=1.0, seed=None, stop=None):
-    """Plain decoding, one model call per token: speculative decoding with nothing drafted."""
+    """Plain decoding, one model call per token: speculative decoding with nothing drafted.
+
+    Every round ends "plain". `stop` works as in `generate`.
+    """
     return decode(model, None, prompt, max_new_tokens, 0, temperature, seed, stop)
 
 
 def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop):
     """Leviathan et al.'s Algorithm 1 (p = target, q = draft, gamma = n_drafts), once per round.
 
-    Lines marked "not in the paper" are what a real decoder adds: a token budget, stop tokens,
-    and uniforms in (0, 1] instead of [0, 1).
+    The inputs are checked first. Lines marked "not in the paper" are what a decoder adds to the
+    paper's one step: a token budget, stop tokens, uniforms in (0, 1] instead of [0, 1), k = 0,
+    and a record of each round.
     """
     prompt = [count(t, "each prompt token id", 0) for t in prompt]
     require(len(prompt) > 0, "prompt must hold at least one token")
@@ -67,17 +71,19 @@ def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop):
             drafted.append(sample(draft_rows[-1], rng))  # scored below by this very row
         # 2. Run the target once over prefix + drafts: n_drafts + 1 next-token distributions.
         target_rows = next_probs(target, seq + drafted, len(seq) - 1, temperature)
+        # 3. Draw u_1 .. u_gamma, then count the accepted guesses: n_accepted, the paper's n.
         u = 1 - rng.random(n_drafts)  # not in the paper: u in (0, 1], so target 0 never passes
-        # 3. The number of accepted guesses, n_accepted (the paper's n).
+        # (Not in the paper, where gamma >= 1: with nothing drafted there is nothing to test.)
         accepted = speculative_accept(drafted, target_rows[:-1], draft_rows, u) if n_drafts else []
         n_accepted = len(accepted)
-        # 4. Adjust the target's distribution if a guess was rejected: norm(max(0, p - q)).
+        # 4. Take the target's row after all guesses, unless one was rejected: then resample
+        # from norm(max(0, target - draft)) at the first rejection. (`ending` is not in the paper.)
         last, ending = target_rows[n_drafts], "bonus" if n_drafts else "plain"
         if n_accepted < n_drafts:
             last, ending = residual(target_rows[n_accepted], draft_rows[n_accepted]), "correction"
         # 5. Return n_accepted tokens from the draft and one from the target.
         new = accepted + [sample(last, rng)]
-        out.rounds.append(Round(n_drafts, n_accepted, ending))
+        out.rounds.append(Round(n_drafts, n_accepted, ending))  # not in the paper: a record
         # Not in the paper: a stop token ends the text; it is kept, what follows it is dropped.
         out.tokens.extend(new[: next((i + 1 for i, t in enumerate(new) if t in stops), None)])
     return out
