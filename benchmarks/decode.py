@@ -1,0 +1,631 @@
+"""Decoding speed of notebooks/gpt2.py (tinygrad) against PyTorch + transformers, same weights.
+
+Run from the repository root:
+
+    .venv/bin/python -m benchmarks.decode --fast        # tinygrad, offline pair, a few tokens (CI)
+    .venv-bench/bin/python -m benchmarks.decode         # + transformers: offline pair, GPT-2 small
+    .venv-bench/bin/python -m benchmarks.decode --models pair,small,medium --save
+
+(.venv-bench: `python3 -m venv .venv-bench && .venv-bench/bin/pip install -r
+requirements-bench.txt -e .`; without torch and transformers the peer is skipped.)
+
+Both frameworks load the same safetensors file. Measured in one run, the frameworks alternating
+within every repetition, min and median over the repetitions:
+
+- step: ms per token for one new token at a warm KV cache (a 32-token prompt);
+- verify K: one pass over K + 1 new tokens at the same cache (what checks K drafts), / step;
+- end to end: greedy tokens/s target-only, speculative (specmini.generate; transformers' assisted
+  generation with the same draft and K), and whether all of them produced the same tokens;
+- floor: weight bytes / measured copy bandwidth, the least a memory-bound step can take.
+
+It prints a table and writes JSON (device, versions, threads, machine load) to
+benchmarks/results/tmp/ (git-ignored), or with --save to benchmarks/results/<device>-<date>.json.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+
+import numpy as np
+from tinygrad import Device, Tensor
+from tinygrad.helpers import NUM_CPU_THREADS, GlobalCounters
+from tinygrad.nn.state import safe_load, safe_save
+
+import specmini
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "notebooks"))
+import gpt2  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+SCRATCH = RESULTS / "tmp"  # git-ignored: ad-hoc runs must leave `git status` clean
+KS = tuple(range(1, 9))
+PROMPT_LEN = 32
+DRAFT_LAYERS = 2  # random targets get a draft made of their own first layers
+SHAPES = {  # Hugging Face's gpt2 and gpt2-medium configs
+    "small": dict(n_embd=768, n_layer=12, n_head=12),
+    "medium": dict(n_embd=1024, n_layer=24, n_head=16),
+}
+NEW_TOKENS = {"pair": 64, "small": 32, "medium": 16}
+REPS = {"pair": 5, "small": 3, "medium": 2}  # medium takes minutes per repetition on 2 cores
+SAMPLE_S = 0.03  # a timing sample repeats a call until it lasts about this long
+PAIR_TEXT = b'def fibonacci(n):\n    """The n-th Fibonacci number."""\n    a, b = 0, 1\n'
+
+
+@dataclass
+class Case:
+    """One target/draft pair and what to run on it."""
+
+    name: str
+    target: pathlib.Path
+    draft: pathlib.Path
+    prompt: list
+    new_tokens: int
+    reps: int
+    note: str
+
+
+# ---------- the models ----------
+
+
+def random_pair(shape, directory):
+    """A random-weight GPT-2 of this shape in HF's layout, and a draft of its first layers.
+
+    Random weights time the same as trained ones. A draft sharing the target's own embedding and
+    first layers agrees with it often, so speculation is exercised rather than always rejected.
+    """
+    target, draft = directory / "target", directory / "draft"
+    gpt2.save(gpt2.GPT2(gpt2.Config(**SHAPES[shape])), target)
+    draft.mkdir()
+    config = json.loads((target / "config.json").read_text()) | {"n_layer": DRAFT_LAYERS}
+    (draft / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    first = tuple(f".h.{i}." for i in range(DRAFT_LAYERS))
+    state = safe_load(str(target / "model.safetensors"))
+    kept = {k: v for k, v in state.items() if ".h." not in k or any(s in k for s in first)}
+    safe_save(kept, str(draft / "model.safetensors"), metadata={"format": "pt"})
+    return target, draft
+
+
+def make_case(name, scratch, reps, new_tokens):
+    if name == "pair":
+        prompt = list(PAIR_TEXT[:PROMPT_LEN])
+        target, draft = ROOT / "models" / "pytarget", ROOT / "models" / "pydraft"
+        note = "offline pair: trained byte-level models from models/"
+    else:
+        target, draft = random_pair(name, scratch / name)
+        vocab = json.loads((target / "config.json").read_text())["vocab_size"]
+        prompt = np.random.default_rng(0).integers(0, vocab, PROMPT_LEN).tolist()
+        note = f"random weights; draft = the target's first {DRAFT_LAYERS} layers"
+    return Case(
+        name, target, draft, prompt, new_tokens or NEW_TOKENS[name], reps or REPS[name], note
+    )
+
+
+def parameter_count(directory):
+    """Parameters in the checkpoint (lm_head is tied to wte and never stored twice)."""
+    return sum(
+        int(np.prod(t.shape)) for t in safe_load(str(directory / "model.safetensors")).values()
+    )
+
+
+# ---------- the two frameworks ----------
+
+
+class Tinygrad:
+    """notebooks/gpt2.py through its public API, as the course uses it."""
+
+    name = "tinygrad"
+
+    def __init__(self, case):
+        self.case, self.prompt = case, case.prompt
+        self.target, self.draft = gpt2.load(case.target), gpt2.load(case.draft)
+        self.layers = self.target.config.n_layer
+
+    def step(self):
+        # the cache holds prompt[:-1] from the previous call: only the last token is computed
+        self.target(self.prompt, len(self.prompt) - 1)
+
+    def verify(self, k):
+        self.target(self.prompt + self.prompt[:k], len(self.prompt) - 1)
+
+    def greedy(self, n):
+        self.target.reset()
+        return specmini.autoregressive(self.target, self.prompt, n, temperature=0).tokens, None
+
+    def speculative(self, n, k):
+        self.target.reset()
+        self.draft.reset()
+        out = specmini.generate(self.target, self.draft, self.prompt, n, k=k, temperature=0, seed=0)
+        drafted = sum(r.drafted for r in out.rounds)
+        accepted = sum(r.accepted for r in out.rounds)
+        return out.tokens, {
+            "target_calls": len(out.rounds),
+            "acceptance": accepted / max(drafted, 1),
+        }
+
+    def kernels(self):
+        """Kernels launched per call: counted here, and by gpt2.kernel_counts when it exists."""
+        counted = {"step": launches(self.step), "verify K=4": launches(lambda: self.verify(4))}
+        # ---------- kernels per block per call (sibling issue) ----------
+        # gpt2.kernel_counts(model) -> {call name: kernels launched} may appear in gpt2.py; when
+        # it does, its own numbers are reported beside the ones counted above.
+        kernel_counts = getattr(gpt2, "kernel_counts", None)
+        reported = dict(kernel_counts(self.target)) if kernel_counts else None
+        per_block = {k: v / self.layers for k, v in counted.items()}
+        return {"counted": counted, "per_block": per_block, "gpt2_kernel_counts": reported}
+
+
+def launches(call):
+    """Kernels one call launches (tinygrad counts JIT replays too)."""
+    before = GlobalCounters.kernel_count
+    call()
+    return GlobalCounters.kernel_count - before
+
+
+class Transformers:
+    """The peer: GPT2LMHeadModel on the same directory, float32, eval, no grad."""
+
+    name = "transformers"
+
+    def __init__(self, case):
+        import torch
+        import transformers
+        from transformers import DynamicCache, GenerationConfig, GPT2LMHeadModel
+
+        transformers.logging.set_verbosity_error()  # its deprecation notes would bury the table
+        transformers.logging.disable_progress_bar()
+        torch.set_grad_enabled(False)
+        self.torch, self.case, self.prompt = torch, case, case.prompt
+        self.generation_config = GenerationConfig
+
+        def load(d):
+            # no end-of-text token (the byte-level pair has no 50256): every run makes exactly
+            # n tokens, as specmini does
+            kw = {"bos_token_id": None, "eos_token_id": None}
+            return GPT2LMHeadModel.from_pretrained(d, dtype=torch.float32, **kw).eval()
+
+        self.target, self.draft = load(case.target), load(case.draft)
+        self.ids = torch.tensor([case.prompt])
+        # the warm cache for step and verify: prompt[:-1], cropped back after every call
+        self.cache = DynamicCache(config=self.target.config)
+        self.target(self.ids[:, :-1], past_key_values=self.cache, use_cache=True)
+
+    def config(self, n):
+        return self.generation_config(
+            do_sample=False, max_new_tokens=n, eos_token_id=None, pad_token_id=0
+        )
+
+    def forward(self, ids):
+        out = self.target(ids, past_key_values=self.cache, use_cache=True).logits
+        self.cache.crop(-ids.shape[1])  # transformers 5: a negative count of tokens to drop
+        return out.cpu()
+
+    def step(self):
+        self.forward(self.ids[:, -1:])
+
+    def verify(self, k):
+        self.forward(self.torch.tensor([self.prompt[-1:] + self.prompt[:k]]))
+
+    def greedy(self, n):
+        out = self.target.generate(self.ids, generation_config=self.config(n))
+        return out[0, len(self.prompt) :].tolist(), None
+
+    def speculative(self, n, k):
+        # the candidate generator reads these from the draft's own generation config: K drafts
+        # every round, as specmini.generate, and no early stop on the draft's confidence
+        drafting = self.draft.generation_config
+        drafting.num_assistant_tokens, drafting.num_assistant_tokens_schedule = k, "constant"
+        drafting.assistant_confidence_threshold = 0
+        out = self.target.generate(
+            self.ids, generation_config=self.config(n), assistant_model=self.draft
+        )
+        return out[0, len(self.prompt) :].tolist(), None
+
+    def kernels(self):
+        return None
+
+
+def torch_available():
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# ---------- measuring ----------
+
+
+def seconds(call, repeat=1):
+    """Wall time of one call, averaged over `repeat` calls."""
+    start = time.perf_counter()
+    for _ in range(repeat):
+        call()
+    return (time.perf_counter() - start) / repeat
+
+
+def repeats_for(call):
+    """How many calls make one sample: fast calls are averaged so the timer's noise stays small."""
+    return max(1, min(20, round(SAMPLE_S / seconds(call))))
+
+
+def summary(samples):
+    return {"min": min(samples), "median": statistics.median(samples), "samples": samples}
+
+
+def warm_up(peer, case, k):
+    """The cold calls: tinygrad captures and compiles its JIT graphs here (compile_s)."""
+    start = time.perf_counter()
+    first_step = seconds(peer.step)
+    for _ in range(2):  # TinyJit runs a call once, captures it on the second, replays after
+        peer.step()
+        peer.verify(k)
+    peer.greedy(min(case.new_tokens, 4))
+    peer.speculative(min(case.new_tokens, 2 * k + 2), k)
+    return {"compile_s": time.perf_counter() - start, "first_step_s": first_step}
+
+
+def measure(peers, case, k):
+    """All timings, the peers alternating inside every repetition; and the tokens they made."""
+    cold = {p.name: warm_up(p, case, k) for p in peers}
+    repeat = {p.name: repeats_for(p.step) for p in peers}
+    times = {p.name: {} for p in peers}
+    tokens, spec_stats = [], {}
+
+    def sample(peer, key, call, repeat=1):
+        times[peer.name].setdefault(key, []).append(seconds(call, repeat))
+
+    for rep in range(case.reps):
+        for p in peers:
+            sample(p, "step", p.step, repeat[p.name])
+        for kk in KS:
+            for p in peers:
+                sample(p, f"verify{kk}", lambda p=p, kk=kk: p.verify(kk), repeat[p.name])
+        for mode in ("greedy", "speculative"):
+            for p in peers:
+                start = time.perf_counter()
+                made, stats = (
+                    p.greedy(case.new_tokens)
+                    if mode == "greedy"
+                    else p.speculative(case.new_tokens, k)
+                )
+                times[p.name].setdefault(mode, []).append(time.perf_counter() - start)
+                tokens.append({"framework": p.name, "mode": mode, "rep": rep, "tokens": made})
+                if stats:
+                    spec_stats[p.name] = stats
+    return cold, repeat, times, tokens, spec_stats
+
+
+def compare_tokens(runs):
+    """Every run's tokens against tinygrad's first greedy run: the mismatches, if any."""
+    reference = runs[0]["tokens"]
+    bad = []
+    for run in runs:
+        if run["tokens"] != reference:
+            same = next(
+                (
+                    i
+                    for i, (a, b) in enumerate(zip(run["tokens"], reference, strict=False))
+                    if a != b
+                ),
+                min(len(run["tokens"]), len(reference)),
+            )
+            bad.append({k: run[k] for k in ("framework", "mode", "rep")} | {"first_diff": same})
+    return reference, bad
+
+
+# ---------- the memory-bandwidth floor ----------
+
+
+def numpy_copy_bandwidth(megabytes, tries):
+    """Bytes moved per second (read + write, as STREAM's copy counts them) by np.copyto."""
+    src = np.ones(megabytes * 2**20 // 8)
+    dst = np.zeros_like(src)
+    best = min(seconds(lambda: np.copyto(dst, src)) for _ in range(tries))
+    return 2 * src.nbytes / best
+
+
+def tinygrad_copy_bandwidth(megabytes, tries):
+    """The same on tinygrad's device, with its threads: the memory the model's kernels read."""
+    n = megabytes * 2**20 // 4
+    src = Tensor.ones(n).contiguous().realize()
+    dst = Tensor.zeros(n).contiguous().realize()
+
+    def copy():
+        dst.assign(src + 1).realize()  # + 1: a real kernel that reads and writes every element
+        Device[Device.DEFAULT].synchronize()
+
+    copy()
+    best = min(seconds(copy) for _ in range(tries))
+    return 2 * n * 4 / best
+
+
+def bandwidth(fast):
+    megabytes, tries = (32, 2) if fast else (256, 5)  # fast: a smoke test, not a number
+    out = {"numpy_copy_GBps": numpy_copy_bandwidth(megabytes, tries) / 1e9, "array_MB": megabytes}
+    try:
+        out["tinygrad_copy_GBps"] = tinygrad_copy_bandwidth(megabytes, tries) / 1e9
+    except Exception as e:  # a floor from numpy alone still says something
+        out["tinygrad_error"] = repr(e)
+    on_host = Device.DEFAULT in ("CPU", "CLANG", "LLVM")
+    candidates = [out.get("tinygrad_copy_GBps", 0)] + ([out["numpy_copy_GBps"]] if on_host else [])
+    out["floor_GBps"] = max(candidates) or out["numpy_copy_GBps"]
+    return out
+
+
+# ---------- the machine ----------
+
+
+def cpu_model():
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def gpu_name():
+    try:
+        query = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
+        return subprocess.run(query, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions(with_torch):
+    names = ("numpy", "tinygrad") + (("torch", "transformers") if with_torch else ())
+    return {"python": platform.python_version()} | {n: metadata.version(n) for n in names}
+
+
+def git_commit():
+    try:
+        cmd = ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def device_info():
+    gpu = gpu_name() if Device.DEFAULT not in ("CPU", "CLANG", "LLVM") else None
+    return {
+        "tinygrad_device": Device.DEFAULT,
+        "cpu": cpu_model(),
+        "gpu": gpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+
+
+def device_tag(info):
+    """A file-name-safe name for the device that made the results: cpu-amd-epyc, cuda-..."""
+    name = info["gpu"] or info["cpu"]
+    return re.sub(r"[^a-z0-9]+", "-", f"{info['tinygrad_device']}-{name}".lower()).strip("-")
+
+
+# ---------- the report ----------
+
+
+def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_GBps):
+    params = parameter_count(case.target)
+    weight_bytes = params * 4  # float32 on both sides
+    floor_ms = weight_bytes / (floor_GBps * 1e9) * 1e3
+    reference, mismatches = compare_tokens(tokens)
+    out = {
+        "note": case.note,
+        "target": str(case.target.relative_to(ROOT)) if case.name == "pair" else "random",
+        "config": json.loads((case.target / "config.json").read_text()),
+        "draft_config": json.loads((case.draft / "config.json").read_text()),
+        "parameters": params,
+        "draft_parameters": parameter_count(case.draft),
+        "weight_bytes": weight_bytes,
+        "floor_ms": floor_ms,
+        "prompt_tokens": len(case.prompt),
+        "new_tokens": case.new_tokens,
+        "k": k,
+        "reps": case.reps,
+        "tokens": reference,
+        "tokens_identical": not mismatches,
+        "mismatches": mismatches,
+        "frameworks": {},
+    }
+    for p in peers:
+        t = times[p.name]
+        step = summary([s * 1e3 for s in t["step"]])
+        r = {**cold[p.name], "calls_per_sample": repeat[p.name], "step_ms": step}
+        r["step_over_floor"] = step["median"] / floor_ms
+        r["verify"] = {}
+        for kk in KS:
+            v = summary([s * 1e3 for s in t[f"verify{kk}"]])
+            v["ratio_median"] = v["median"] / step["median"]
+            v["ratio_min"] = v["min"] / step["min"]
+            r["verify"][kk] = v
+        for mode in ("greedy", "speculative"):
+            s = summary(t[mode])
+            r[mode] = {
+                "seconds": s,
+                "tokens_per_s_best": case.new_tokens / s["min"],
+                "tokens_per_s_median": case.new_tokens / s["median"],
+            }
+        r["speculative"]["stats"] = spec_stats.get(p.name)
+        r["speedup_best"] = r["speculative"]["tokens_per_s_best"] / r["greedy"]["tokens_per_s_best"]
+        r["speedup_median"] = (
+            r["speculative"]["tokens_per_s_median"] / r["greedy"]["tokens_per_s_median"]
+        )
+        r["kernels"] = p.kernels()
+        out["frameworks"][p.name] = r
+    return out
+
+
+def fmt(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def table(name, m):
+    """One model's results as text: a column of min / median per framework."""
+    fw = m["frameworks"]
+    cfg = m["config"]
+    lines = [
+        f"== {name}: {cfg['n_layer']} x {cfg['n_embd']}, vocab {cfg['vocab_size']}, "
+        f"{m['parameters'] / 1e6:.2f} M params ({m['weight_bytes'] / 1e6:.1f} MB); "
+        f"draft {m['draft_config']['n_layer']} x {m['draft_config']['n_embd']}; "
+        f"{m['note']}",
+        f"   prompt {m['prompt_tokens']}, {m['new_tokens']} new tokens, K = {m['k']}, "
+        f"{m['reps']} reps; floor {m['floor_ms']:.3f} ms/step",
+        f"{'':28}" + "".join(f"{n:>24}" for n in fw),
+        f"{'':28}" + "".join(f"{'min':>12}{'median':>12}" for _ in fw),
+    ]
+
+    def row(label, pick, digits=2):
+        cells = "".join(
+            f"{fmt(a, digits):>12}{fmt(b, digits):>12}" for a, b in map(pick, fw.values())
+        )
+        lines.append(f"{label:28}{cells}")
+
+    row("compile / warm-up s", lambda r: (r["compile_s"], None))
+    row("step ms/token", lambda r: (r["step_ms"]["min"], r["step_ms"]["median"]), 3)
+    row("step / floor", lambda r: (r["step_ms"]["min"] / m["floor_ms"], r["step_over_floor"]), 1)
+    for kk in KS:
+        row(
+            f"verify K={kk} / step",
+            lambda r, kk=kk: (r["verify"][kk]["ratio_min"], r["verify"][kk]["ratio_median"]),
+        )
+    for mode, label in (("greedy", "greedy tok/s"), ("speculative", "speculative tok/s")):
+        row(
+            label,
+            lambda r, mode=mode: (r[mode]["tokens_per_s_best"], r[mode]["tokens_per_s_median"]),
+            1,
+        )
+    row("speculative / greedy", lambda r: (r["speedup_best"], r["speedup_median"]))
+    for n, r in fw.items():
+        stats = r["speculative"]["stats"]
+        if stats:
+            lines.append(
+                f"   {n} speculative: acceptance {stats['acceptance']:.2f}, "
+                f"{stats['target_calls']} target calls for {m['new_tokens']} tokens"
+            )
+        if r["kernels"]:
+            kernels = r["kernels"]
+            counted = ", ".join(
+                f"{c} {v} ({kernels['per_block'][c]:.1f}/block)"
+                for c, v in kernels["counted"].items()
+            )
+            lines.append(f"   {n} kernels per call: {counted}")
+            reported = kernels["gpt2_kernel_counts"]
+            lines.append(f"   gpt2.kernel_counts: {reported if reported else 'not in gpt2.py yet'}")
+    if "transformers" in fw:
+        lines.append("   transformers speculative = assisted generation, same draft and K")
+    if m["tokens_identical"]:
+        lines.append("   tokens identical across all runs: yes")
+    else:
+        lines.append(f"   !!! TOKENS DIFFER: {m['mismatches']} !!!")
+    return "\n".join(lines)
+
+
+# ---------- running it ----------
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.decode", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--models", default="pair,small", help="comma-separated: pair, small, medium")
+    ap.add_argument("--reps", type=int, default=0, help="repetitions (default: by model size)")
+    ap.add_argument(
+        "--tokens", type=int, default=0, help="new tokens end to end (default: by model)"
+    )
+    ap.add_argument("--k", type=int, default=4, help="drafts per round, end to end")
+    ap.add_argument("--no-torch", action="store_true", help="tinygrad only")
+    ap.add_argument(
+        "--fast", action="store_true", help="CI: tinygrad, offline pair, 8 tokens, 2 reps"
+    )
+    ap.add_argument("--out", type=pathlib.Path, help="JSON path (default: benchmarks/results/tmp/)")
+    ap.add_argument("--save", action="store_true", help="write to benchmarks/results/ to commit")
+    args = ap.parse_args(argv)
+    if args.fast:
+        args.models, args.no_torch = "pair", True
+        args.reps, args.tokens = args.reps or 2, args.tokens or 8
+    return args
+
+
+def output_path(args, tag, now):
+    if args.out:
+        return args.out
+    if args.save:
+        return RESULTS / f"{tag}-{now:%Y-%m-%d}.json"
+    return SCRATCH / f"{tag}-{now:%Y-%m-%d-%H%M%S}.json"
+
+
+def main(argv=None):
+    args = parse(argv)
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = set(names) - {"pair", *SHAPES}
+    if unknown:
+        sys.exit(f"unknown models {sorted(unknown)}: choose from pair, small, medium")
+    with_torch = not args.no_torch and torch_available()
+    if not args.no_torch and not with_torch:
+        print("transformers peer skipped: pip install -r requirements-bench.txt (see its header)")
+    threads = NUM_CPU_THREADS.value
+    now = datetime.datetime.now()
+    info = device_info()
+    result = {
+        "command": "python -m benchmarks.decode "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": now.isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "device": info,
+        "versions": versions(with_torch),
+        "threads": {"tinygrad_NUM_CPU_THREADS": threads},
+        "load_before": os.getloadavg(),
+        "fast": args.fast,
+    }
+    if with_torch:  # the same threads for both: 2 cores here, shared by the two frameworks
+        import torch
+
+        torch.set_num_threads(threads)
+        result["threads"]["torch"] = torch.get_num_threads()
+    result["bandwidth"] = bandwidth(args.fast)
+    result["models"] = {}
+    with tempfile.TemporaryDirectory(prefix="specmini-bench-") as scratch:
+        for name in names:
+            case = make_case(name, pathlib.Path(scratch), args.reps, args.tokens)
+            peers = [Tinygrad(case)] + ([Transformers(case)] if with_torch else [])
+            measured = measure(peers, case, args.k)
+            report = model_report(case, peers, args.k, *measured, result["bandwidth"]["floor_GBps"])
+            result["models"][name] = report
+            print(table(name, report), flush=True)
+            del peers  # free GPT-2 medium's weights before the next model
+    result["load_after"] = os.getloadavg()
+    result["tokens_identical"] = all(m["tokens_identical"] for m in result["models"].values())
+    print_footer(result)
+    path = output_path(args, device_tag(info), now)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {path}")
+    return result
+
+
+def print_footer(result):
+    bw, device = result["bandwidth"], result["device"]
+    print(
+        f"device {device['tinygrad_device']} ({device['gpu'] or device['cpu']}), "
+        f"threads {result['threads']}, copy bandwidth numpy {fmt(bw['numpy_copy_GBps'])} GB/s, "
+        f"tinygrad {fmt(bw.get('tinygrad_copy_GBps'))} GB/s; load average "
+        f"{fmt(result['load_before'][0])} before, {fmt(result['load_after'][0])} after"
+    )
+    if not result["tokens_identical"]:
+        print("!!! TOKENS DIFFER between runs: see 'mismatches' in the JSON !!!")
+
+
+if __name__ == "__main__":
+    main()

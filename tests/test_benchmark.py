@@ -1,0 +1,43 @@
+"""The benchmark keeps working: its fast mode (tinygrad, offline pair, 8 tokens, 2 repetitions).
+
+It runs the documented command in a subprocess, writes its JSON to a temporary folder (never into
+the repository), and checks the fields that the results files promise and the token identity.
+"""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_fast_mode_reports_every_measurement(tmp_path):
+    out = tmp_path / "fast.json"
+    cmd = [sys.executable, "-m", "benchmarks.decode", "--fast", "--out", str(out)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tokens identical across all runs: yes" in run.stdout
+
+    result = json.loads(out.read_text())
+    for field in ("device", "versions", "threads", "load_before", "load_after", "bandwidth"):
+        assert field in result, field
+    assert result["device"]["tinygrad_device"] and result["device"]["cpu"]
+    assert result["threads"]["tinygrad_NUM_CPU_THREADS"] >= 1
+    assert result["versions"]["tinygrad"] and result["bandwidth"]["floor_GBps"] > 0
+    assert result["fast"] and result["tokens_identical"]
+
+    pair = result["models"]["pair"]
+    assert pair["tokens_identical"] and not pair["mismatches"]
+    assert len(pair["tokens"]) == pair["new_tokens"] == 8
+    assert pair["floor_ms"] > 0 and pair["parameters"] == 842_496
+    tiny = pair["frameworks"]["tinygrad"]
+    assert set(pair["frameworks"]) == {"tinygrad"}  # fast mode never needs torch
+    assert tiny["compile_s"] > 0 and 0 < tiny["step_ms"]["min"] <= tiny["step_ms"]["median"]
+    assert len(tiny["step_ms"]["samples"]) == pair["reps"] == 2
+    assert set(tiny["verify"]) == {str(k) for k in range(1, 9)}
+    assert all(v["ratio_median"] > 0 for v in tiny["verify"].values())
+    for mode in ("greedy", "speculative"):
+        assert tiny[mode]["tokens_per_s_best"] >= tiny[mode]["tokens_per_s_median"] > 0
+    assert tiny["speculative"]["stats"]["target_calls"] >= 1
+    assert tiny["kernels"]["counted"]["step"] > 0
