@@ -21,7 +21,8 @@ from tinygrad.nn.state import get_state_dict, safe_load, safe_save
 NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2")
 HUB = "https://huggingface.co/{name}/resolve/main/{file}"
 TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # all three are the tanh formula
-CHUNK = 16  # the most new positions per compiled call; longer inputs go through in chunks
+BUCKETS = (1, 2, 4, 8, 16)  # new-token counts with a compiled call; others are padded up
+CHUNK = BUCKETS[-1]  # the most new positions per compiled call; longer inputs go in chunks
 
 
 @dataclass(frozen=True)
@@ -43,56 +44,93 @@ class Config:
         return cls(**{f.name: raw[f.name] for f in fields(cls) if raw.get(f.name) is not None})
 
 
-class Conv1D:
-    """A Linear layer whose weight is stored (in, out), as in GPT-2's original TensorFlow code."""
+class Linear:
+    """x @ weight.T + bias, the weight stored (out, in) as in PyTorch's nn.Linear and nanoGPT.
+
+    GPT-2's files store these four layers as Conv1D, (in, out), from its TensorFlow days;
+    `load_state` and `hf_state_dict` transpose them. Stored (out, in), each output is a dot
+    product over contiguous memory, which tinygrad's CPU kernels run about 3x faster.
+    """
 
     def __init__(self, n_in, n_out):
-        self.weight = Tensor.normal(n_in, n_out, std=0.02)
+        self.weight = Tensor.normal(n_out, n_in, std=0.02)
         self.bias = Tensor.zeros(n_out)
 
     def __call__(self, x):
-        return x @ self.weight + self.bias
+        return x @ self.weight.T + self.bias
+
+
+class NormLinear:
+    """layer_norm(x) @ W + b in one kernel: the norm folded into the matmul that follows it.
+
+    With g, s the norm's gain and shift, mean and rstd = 1 / std of each row of x, and W
+    stored (in, out) for the formula (here it is W.T, see Linear):
+        layer_norm(x) @ W + b  =  rstd * (x @ (g W) - mean * colsum(g W))  +  (s @ W + b)
+    so the matmul reads x as it is and the norm becomes two numbers per row, applied after the
+    sum. Unfolded, a GPU runs three more kernels (mean, variance, normalise) per norm.
+    """
+
+    def __init__(self, ln, weight, bias=None):  # weight (out, in)
+        self.eps, self.gain, self.weight = ln.eps, ln.weight, weight
+        self.colsum = (weight.float() * ln.weight.float()).sum(1).contiguous()  # (out,), once
+        shift = weight.float() @ ln.bias.float()
+        self.bias = (shift if bias is None else shift + bias.float()).contiguous()
+
+    def __call__(self, x):
+        moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
+        mean, rstd = moments[0], (moments[1] - moments[0].square() + self.eps).rsqrt()
+        xw = x.matmul((self.weight * self.gain).T, dtype=dtypes.float)  # gain applied as W is read
+        return (rstd * (xw - mean * self.colsum) + self.bias).cast(x.dtype)
 
 
 class Attention:
     def __init__(self, cfg):
         self.n_head, self.max_context = cfg.n_head, cfg.n_positions
-        self.c_attn = Conv1D(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
-        self.c_proj = Conv1D(cfg.n_embd, cfg.n_embd)
+        self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
+        self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
 
-    def __call__(self, x, start_pos=None):
+    def __call__(self, x):
+        """Training and reference: the whole sequence at once, each position sees its past."""
         B, T, C = x.shape
-        q, k, v = (
-            self.c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
-        )
-        if start_pos is None:  # training: the whole sequence at once, each position sees its past
-            y = q.scaled_dot_product_attention(k, v, is_causal=True)
-        else:  # decoding: keys and values of earlier positions come from the cache
-            if not hasattr(self, "cache_kv"):
-                shape = (2, B, self.n_head, self.max_context, C // self.n_head)
-                self.cache_kv = Tensor.zeros(*shape, dtype=x.dtype, device=x.device).contiguous()
-                self.cache_kv.realize()
-            end = start_pos + T
-            self.cache_kv[:, :, :, start_pos:end, :].assign(Tensor.stack(k, v)).realize()
-            keys, values = self.cache_kv[0, :, :, 0:end, :], self.cache_kv[1, :, :, 0:end, :]
-            # new token i sits at position start_pos + i and may look at keys 0 .. start_pos + i
-            mask = None
-            if not isinstance(T, int) or T > 1:  # T may be symbolic: a Variable under the JIT
-                mask = Tensor.full((1, 1, T, end), float("-inf"), dtype=x.dtype).triu(start_pos + 1)
-            y = q.scaled_dot_product_attention(keys, values, attn_mask=mask)
+        qkv = self.c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, n_head, T, head_size)
+        y = q.scaled_dot_product_attention(k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+    def step(self, qkv_of, x, start_pos):
+        """Decoding: T new positions from start_pos on, against the cached ones before them."""
+        B, T, C = x.shape
+        H, D = self.n_head, C // self.n_head
+        end = start_pos + T
+        if not hasattr(self, "cache"):  # q, k, v of every position; room for a padded chunk
+            shape = (3, B, H, self.max_context + CHUNK, D)
+            self.cache = Tensor.zeros(*shape, dtype=x.dtype, device=x.device).contiguous()
+            self.cache.realize()
+        # q is cached too, so that the matmul writes its whole output straight into the cache
+        qkv = qkv_of(x).reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+        self.cache[:, :, :, start_pos:end, :].assign(qkv)
+        q = self.cache[0, :, :, start_pos:end, :]  # (B, H, T, D)
+        keys, values = self.cache[1, :, :, :end, :], self.cache[2, :, :, :end, :]  # (B, H, end, D)
+        scores = q @ keys.transpose(-1, -2) * (1 / D**0.5)  # (B, H, T, end)
+        if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
+            mask = Tensor.full((1, 1, T, end), float("-inf"), dtype=x.dtype).triu(start_pos + 1)
+            scores = scores + mask
+        # softmax, divided after the sum over keys: one kernel less than softmax(scores) @ values
+        weights = (scores - scores.max(-1, keepdim=True)).exp()
+        y = (weights @ values) / weights.sum(-1, keepdim=True)  # (B, H, T, D)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
 
 class FeedForward:
     def __init__(self, cfg):
-        self.c_fc = Conv1D(cfg.n_embd, cfg.n_inner or 4 * cfg.n_embd)
-        self.c_proj = Conv1D(cfg.n_inner or 4 * cfg.n_embd, cfg.n_embd)
+        self.c_fc = Linear(cfg.n_embd, cfg.n_inner or 4 * cfg.n_embd)
+        self.c_proj = Linear(cfg.n_inner or 4 * cfg.n_embd, cfg.n_embd)
         self.approximate = "tanh" if cfg.activation_function in TANH_GELUS else "none"
         if cfg.activation_function not in TANH_GELUS + ("gelu",):
             raise ValueError(f"unsupported activation_function {cfg.activation_function!r}")
 
-    def __call__(self, x):
-        return self.c_proj(self.c_fc(x).gelu(approximate=self.approximate))
+    def __call__(self, x, fc=None):
+        return self.c_proj((fc or self.c_fc)(x).gelu(approximate=self.approximate))
 
 
 class Block:
@@ -104,9 +142,19 @@ class Block:
         self.ln_2 = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
         self.mlp = FeedForward(cfg)
 
-    def __call__(self, x, start_pos=None):
-        x = x + self.attn(self.ln_1(x), start_pos)
+    def __call__(self, x):
+        x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
+
+    def step(self, x, start_pos):
+        """The same block with a KV cache, each norm folded into the matmul after it."""
+        x = x + self.attn.step(self.ln_1_attn, x, start_pos)
+        return x + self.mlp(x, fc=self.ln_2_fc)
+
+    def fold(self):
+        self.ln_1_attn = NormLinear(self.ln_1, self.attn.c_attn.weight, self.attn.c_attn.bias)
+        self.ln_2_fc = NormLinear(self.ln_2, self.mlp.c_fc.weight, self.mlp.c_fc.bias)
+        return [self.ln_1_attn, self.ln_2_fc]
 
 
 class GPT2:
@@ -118,33 +166,31 @@ class GPT2:
         self.ln_f = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
         self.cached = []  # the tokens whose keys and values sit in the caches, in order
         self.computed = 0  # how many positions the last call ran through the model
-        # TinyJit replays kernels it captured once, for fixed shapes. What changes from call to
-        # call enters as Variables bound to numbers: the position, the count of new tokens, and
-        # the token ids themselves (on a CPU, a Tensor made from a list costs more than a step)
+        # TinyJit replays the kernels it captured for one shape: one compiled call per count of
+        # new tokens (BUCKETS). A count that is a Variable would give every kernel a launch grid
+        # that is empty when the Variable is 0, which CUDA graphs refuse. The position and the
+        # token ids enter as Variables bound to numbers (a Tensor from a list costs a step).
         self.pos_var = UOp.variable("start_pos", 0, cfg.n_positions - 1)
-        self.count_var = UOp.variable("new_tokens", 1, CHUNK)
         self.token_vars = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(CHUNK)]
-        self.jit_one, self.jit_many = TinyJit(self.step_one), TinyJit(self.step_many)
-        self.out = None  # where step_many writes its logits: (CHUNK, vocab)
+        self.compiled = {}  # new-token count -> TinyJit
+        self.head = None  # ln_f folded into the output head, made with the compiled calls
 
-    def forward(self, tokens, start_pos=None):
-        """Logits (B, T, vocab) of a (B, T) batch; start_pos given: use and fill the KV cache."""
-        T = tokens.shape[1]
-        pos = Tensor.arange(T) if start_pos is None else Tensor.arange(T) + start_pos
-        x = self.wte(tokens) + self.wpe(pos)
+    def forward(self, tokens):
+        """Logits (B, T, vocab) of a (B, T) batch of whole sequences: training and reference."""
+        x = self.wte(tokens) + self.wpe(Tensor.arange(tokens.shape[1]))
         for block in self.h:
-            x = block(x, start_pos)
+            x = block(x)
         return self.ln_f(x) @ self.wte.weight.T  # the output head is tied to the input embedding
 
-    def step_one(self, start_pos, token):
-        """The decoding step: one token at start_pos; its logits (1, vocab)."""
-        x = Tensor(token).cast(dtypes.int32).reshape(1, 1)
-        return self.forward(x, start_pos)[0].float().realize()
-
-    def step_many(self, start_pos, count, *tokens):
-        """`count` of the CHUNK tokens at start_pos, start_pos + 1, ...; logits into self.out."""
-        x = Tensor.stack(*[Tensor(t) for t in tokens]).cast(dtypes.int32).reshape(1, CHUNK)
-        self.out[:count].assign(self.forward(x[:, :count], start_pos)[0].float()).realize()
+    def step(self, start_pos, *tokens):
+        """len(tokens) new tokens at start_pos, start_pos + 1, ...; their logits (T, vocab)."""
+        x = Tensor.stack(*[Tensor(t) for t in tokens]).cast(dtypes.int32).reshape(1, len(tokens))
+        # a padded chunk's last rows may pass the context: they reuse the last position
+        pos = (Tensor.arange(len(tokens)) + start_pos).minimum(self.config.n_positions - 1)
+        x = self.wte(x) + self.wpe(pos)
+        for block in self.h:
+            x = block.step(x, start_pos)
+        return self.head(x)[0].float().realize()
 
     def __call__(self, tokens, start):
         """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
@@ -159,25 +205,33 @@ class GPT2:
         if start == len(tokens):
             return np.zeros((0, self.config.vocab_size), dtype=np.float32)
         # keep the cache for the longest common prefix (up to start); recompute all after it
-        p = 0
-        while p < min(start, len(self.cached)) and self.cached[p] == tokens[p]:
-            p += 1
-        self.computed = len(tokens) - p
-        rows = [self.run(tokens[q : q + CHUNK], q) for q in range(p, len(tokens), CHUNK)]
+        kept = 0
+        while kept < min(start, len(self.cached)) and self.cached[kept] == tokens[kept]:
+            kept += 1
+        self.computed = len(tokens) - kept
+        rows = [self.run(tokens[i : i + CHUNK], i) for i in range(kept, len(tokens), CHUNK)]
         self.cached = tokens
-        return np.concatenate(rows)[start - p :]
+        return np.concatenate(rows)[start - kept :]
 
     def run(self, chunk, pos):
         """One compiled call over up to CHUNK new tokens at positions pos, pos + 1, ..."""
-        sp = self.pos_var.bind(pos)
-        if len(chunk) == 1:
-            return self.jit_one(sp, self.token_vars[0].bind(chunk[0])).numpy()
-        if self.out is None:
-            self.out = Tensor.zeros(CHUNK, self.config.vocab_size).contiguous().realize()
-        # 2 to CHUNK tokens share one compiled graph: unused token slots are bound to 0
-        tokens = [v.bind(t) for v, t in zip(self.token_vars, chunk + [0] * CHUNK, strict=False)]
-        self.jit_many(sp, self.count_var.bind(len(chunk)), *tokens)
-        return self.out.numpy()[: len(chunk)]
+        if self.head is None:
+            self.fold()
+        size = next(b for b in BUCKETS if b >= len(chunk))
+        if size not in self.compiled:
+            self.compiled[size] = TinyJit(self.step)
+        # padding tokens (id 0) fill the bucket; their rows are dropped and their cache
+        # entries, past the real ones, are overwritten before any later call reads them
+        padded = chunk + [0] * (size - len(chunk))
+        tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
+        return self.compiled[size](self.pos_var.bind(pos), *tokens).numpy()[: len(chunk)]
+
+    def fold(self):
+        """The decoding path's folded norms (NormLinear), from the weights as they are now."""
+        head = NormLinear(self.ln_f, self.wte.weight)  # tied: the embedding is (vocab, n_embd)
+        folded = [head] + [t for block in self.h for t in block.fold()]
+        Tensor.realize(*[t for f in folded for t in (f.colsum, f.bias)])
+        self.head = head
 
     def reset(self):
         """Forget the cache (its buffers stay allocated and are overwritten)."""
@@ -196,12 +250,23 @@ class GPT2:
 def weights(model):
     """The learned tensors under the hub's names (the KV caches are not weights)."""
     modules = {"wte": model.wte, "wpe": model.wpe, "h": model.h, "ln_f": model.ln_f}
-    return {k: v for k, v in get_state_dict(modules).items() if not k.endswith("cache_kv")}
+    derived = ("cache", "ln_1_attn", "ln_2_fc")  # the KV cache and the folded norms
+    return {
+        k: v for k, v in get_state_dict(modules).items() if not set(k.split(".")) & set(derived)
+    }
+
+
+CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+
+
+def hf_layout(key, tensor):
+    """A weight as GPT-2's files hold it: the Conv1D layers transposed to (in, out)."""
+    return tensor.T if key.endswith(CONV1D) else tensor
 
 
 def hf_state_dict(model, prefix="transformer."):
     """The model's weights under save_pretrained's names (tied head left out, as it does)."""
-    return {prefix + k: v for k, v in weights(model).items()}
+    return {prefix + k: hf_layout(k, v) for k, v in weights(model).items()}
 
 
 def save(model, directory, extra_config=None):
@@ -236,9 +301,10 @@ def load_state(model, state, source):
     if missing or unexpected:
         raise ValueError(f"{source}: missing weights {missing[:5]}, unexpected {unexpected[:5]}")
     for k, t in expected.items():
-        if t.shape != got[k].shape:
-            raise ValueError(f"{source}: {k} has shape {got[k].shape}, expected {t.shape}")
-        t.replace(got[k].to(t.device).cast(t.dtype).contiguous())
+        if hf_layout(k, t).shape != got[k].shape:
+            shape = hf_layout(k, t).shape
+            raise ValueError(f"{source}: {k} has shape {got[k].shape}, expected {shape}")
+        t.replace(hf_layout(k, got[k]).to(t.device).cast(t.dtype).contiguous())
     if head is not None and not np.array_equal(head.numpy(), got["wte.weight"].numpy()):
         raise ValueError(f"{source}: lm_head.weight differs from wte.weight; GPT-2 ties them")
     Tensor.realize(*expected.values())
