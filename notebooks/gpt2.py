@@ -244,6 +244,25 @@ class GPT2:
         return self
 
 
+def kernel_counts(model):
+    """Kernels each compiled call launches, by its count of new tokens (CUDA graph batches opened).
+
+    A GPU pays a launch per kernel, so this count, not the bytes, sets a small model's step time.
+    """
+    from tinygrad.uop.ops import Ops
+
+    def programs(linear):
+        for call in linear.src:
+            fn = call.src[0]
+            if fn.op is Ops.CUSTOM_FUNCTION and fn.arg == "graph":
+                yield from programs(fn.src[0])
+            elif fn.op is Ops.PROGRAM:
+                yield fn.arg
+
+    return {n: list(programs(jit.captured.linear)) for n, jit in sorted(model.compiled.items())
+            if jit.captured is not None}  # fmt: skip
+
+
 # ---------- loading ----------
 
 

@@ -1,0 +1,43 @@
+"""Compile gpt2.py's calls as for an H100 and count their kernels, on any machine (no GPU).
+
+Run with DEV='MOCK+NULL:PTX:sm_90' NULL_ALLOW_COPYOUT=1: tinygrad's NULL device with the PTX
+renderer for sm_90 schedules and renders every kernel as for that GPU and runs nothing. Prints
+JSON: for 1 and 2 blocks and each compiled call (new-token count), the kernels launched and
+those whose launch grid is empty with every symbolic variable at 0. tinygrad 0.14's CUDA graph
+builds its nodes with the variables at 0, and an empty grid is the invalid argument
+(CUDA Error 1) that crashed the course on an H100. Used by tests/test_gpu_path.py.
+"""
+
+import json
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "notebooks"))
+import gpt2  # noqa: E402
+
+
+def empty_at_zero(program):
+    dims = program.launch_dims({v.expr: 0 for v in program.vars})
+    return 0 in sum(map(tuple, dims), ())
+
+
+def count(n_layer, shape):
+    model = gpt2.GPT2(gpt2.Config(n_layer=n_layer, **shape)).half()  # fp16, as on a GPU
+    tokens = list(range(1, 64))
+    for _ in range(2):  # the first call of a count runs it, the second compiles it
+        model.reset()
+        model(tokens[:16], 0)  # 16 new tokens
+        for n in (1, 2, 4, 8):  # then counts 1, 2, 4 and 8 as decoding and verification use
+            model(tokens[: len(model.cached) + n], len(model.cached))
+    return {
+        n: {"kernels": len(progs), "empty_grid_at_zero": sum(map(empty_at_zero, progs))}
+        for n, progs in gpt2.kernel_counts(model).items()
+    }
+
+
+if __name__ == "__main__":
+    from tinygrad import Device
+
+    shape = dict(n_embd=768, n_head=12, vocab_size=256, n_positions=128)  # GPT-2 small's blocks
+    one, two = count(1, shape), count(2, shape)
+    print(json.dumps({"device": Device.DEFAULT, "shape": shape, "1": one, "2": two}))

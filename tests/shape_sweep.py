@@ -1,0 +1,29 @@
+"""Run gpt2.py's compiled calls on small random shapes; print one line per shape as it finishes.
+
+tinygrad 0.14 could recurse without end on some shapes when the token count was symbolic, and
+its compile worker then died silently: the process hung. tests/test_gpt2.py runs this in a
+subprocess with a time limit, so a hang fails the test and the last line names the shape.
+"""
+
+import sys
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/notebooks")
+import gpt2  # noqa: E402
+
+SHAPES = [  # (n_embd, n_head, n_layer): the three that hung first, then a spread
+    (64, 2, 1), (128, 4, 2), (32, 2, 1), (48, 3, 1), (256, 8, 3),
+]  # fmt: skip
+
+if __name__ == "__main__":
+    for n_embd, n_head, n_layer in SHAPES:
+        print(f"n_embd={n_embd} n_head={n_head} n_layer={n_layer}: ", end="", flush=True)
+        cfg = gpt2.Config(
+            vocab_size=64, n_positions=32, n_embd=n_embd, n_head=n_head, n_layer=n_layer
+        )
+        model = gpt2.GPT2(cfg)
+        tokens = list(range(1, 20))
+        rows = [model(tokens[:3], 0), model(tokens[:4], 3)]  # 3 new tokens (padded to 4), then 1
+        assert all(np.isfinite(r).all() for r in rows), "non-finite logits"
+        print("ok", flush=True)
