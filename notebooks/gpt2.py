@@ -6,15 +6,16 @@ names (wte, wpe, h.N.attn.c_attn, ...) and the Conv1D weight layout (in, out) ar
 safetensors files on the hub, so loading is a rename at most, never a transpose.
 """
 
+import hashlib
 import json
 import os
 import pathlib
 import tempfile
+import urllib.request
 from dataclasses import dataclass, fields
 
 import numpy as np
 from tinygrad import Tensor, TinyJit, UOp, dtypes
-from tinygrad.helpers import fetch
 from tinygrad.nn import Embedding, LayerNorm
 from tinygrad.nn.state import get_state_dict, safe_load, safe_save
 
@@ -40,8 +41,25 @@ class Config:
 
     @classmethod
     def from_json(cls, path):
-        raw = json.loads(pathlib.Path(path).read_text())
-        return cls(**{f.name: raw[f.name] for f in fields(cls) if raw.get(f.name) is not None})
+        try:
+            raw = json.loads(pathlib.Path(path).read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path} is not a JSON file ({e})") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path} must hold a JSON object, got {type(raw).__name__}")
+        try:
+            return cls(**{f.name: raw[f.name] for f in fields(cls) if raw.get(f.name) is not None})
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    def __post_init__(self):
+        sizes = ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head")
+        for name in sizes + (("n_inner",) if self.n_inner is not None else ()):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"config {name} must be a positive integer, got {value!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"config n_head={self.n_head} does not divide n_embd={self.n_embd}")
 
 
 class Linear:
@@ -194,6 +212,8 @@ class GPT2:
 
     def __call__(self, tokens, start):
         """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
+        if not all(isinstance(t, int | np.integer) and not isinstance(t, bool) for t in tokens):
+            raise ValueError(f"token ids must be integers, got {list(tokens)[:8]}...")
         tokens = [int(t) for t in tokens]
         if not 0 <= start <= len(tokens) or len(tokens) > self.config.n_positions:
             raise ValueError(
@@ -209,8 +229,12 @@ class GPT2:
         while kept < min(start, len(self.cached)) and self.cached[kept] == tokens[kept]:
             kept += 1
         self.computed = len(tokens) - kept
-        rows = [self.run(tokens[i : i + CHUNK], i) for i in range(kept, len(tokens), CHUNK)]
-        self.cached = tokens
+        self.cached, rows = tokens[:kept], []
+        for i in range(kept, len(tokens), CHUNK):
+            rows.append(self.run(tokens[i : i + CHUNK], i))
+            # only now are these positions' keys and values in the cache: an exception or a
+            # Ctrl-C before this line leaves `cached` naming what the cache really holds
+            self.cached = tokens[: i + CHUNK]
         return np.concatenate(rows)[start - kept :]
 
     def run(self, chunk, pos):
@@ -233,15 +257,44 @@ class GPT2:
         Tensor.realize(*[t for f in folded for t in (f.colsum, f.bias)])
         self.head = head
 
+    @property
+    def max_context(self):
+        """The longest sequence the model reads: prompt + new tokens must fit in it."""
+        return self.config.n_positions
+
     def reset(self):
         """Forget the cache (its buffers stay allocated and are overwritten)."""
         self.cached = []
+
+    def weights_changed(self):
+        """Drop what was built from the old weights: compiled calls, folded norms, the cache.
+
+        A compiled call replays kernels on the buffers it captured, so without this a call
+        after `half()` or `load_state` would still read the old weights.
+        """
+        self.compiled, self.head, self.cached = {}, None, []
+        for block in self.h:
+            block.attn.__dict__.pop("cache", None)  # its dtype follows the weights'
 
     def half(self):
         """fp16 weights (and so fp16 activations and cache): half the memory, faster on GPUs."""
         for t in weights(self).values():
             t.replace(t.half().contiguous().realize())
+        self.weights_changed()
         return self
+
+
+def check_fits(model, prompt, max_new_tokens):
+    """Refuse, before any work, a generation that would outgrow the model's context.
+
+    The last new token is sampled, never fed back, so prompt + max_new_tokens - 1 tokens must fit.
+    """
+    needed = len(prompt) + max_new_tokens - 1
+    if needed > model.max_context:
+        raise ValueError(
+            f"{len(prompt)} prompt tokens + {max_new_tokens} new ones need a context of {needed}, "
+            f"but the model reads at most {model.max_context}: shorten one or the other"
+        )
 
 
 def kernel_counts(model):
@@ -327,6 +380,7 @@ def load_state(model, state, source):
     if head is not None and not np.array_equal(head.numpy(), got["wte.weight"].numpy()):
         raise ValueError(f"{source}: lm_head.weight differs from wte.weight; GPT-2 ties them")
     Tensor.realize(*expected.values())
+    model.weights_changed()
     return model
 
 
@@ -335,6 +389,62 @@ def cache_dir():
     from tinygrad.helpers import _ensure_downloads_dir
 
     return _ensure_downloads_dir()
+
+
+def fetch(url, path):
+    """Download url to path, with a progress bar, unless it is there already.
+
+    The bytes go to a `.part` file first and are moved into place only once their count (and
+    the hub's sha256, when the response names one) is right: Python's HTTP client does not
+    raise when a connection closes early, and a partial file in the cache would break every
+    later load.
+    """
+    from tqdm.auto import tqdm
+
+    path = pathlib.Path(path)
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    try:
+        request = urllib.request.Request(url, headers={"User-Agent": "specmini"})
+        with urllib.request.urlopen(request, timeout=30) as r, open(part, "wb") as f:
+            size = int(r.headers.get("Content-Length") or 0)
+            tag = (r.headers.get("X-Linked-Etag") or r.headers.get("ETag") or "").strip('"')
+            sha = hashlib.sha256()
+            with tqdm(total=size or None, unit="B", unit_scale=True, desc=path.name) as bar:
+                while chunk := r.read(1 << 20):
+                    f.write(chunk), sha.update(chunk), bar.update(len(chunk))
+        if size and part.stat().st_size != size:
+            raise ConnectionError(f"the download stopped at {part.stat().st_size} of {size} bytes")
+        if (
+            len(tag) == 64 and tag != sha.hexdigest()
+        ):  # the hub's ETag of a large file is its sha256
+            raise ConnectionError(f"sha256 {sha.hexdigest()} differs from the hub's {tag}")
+        part.replace(path)
+    finally:
+        part.unlink(missing_ok=True)
+    return path
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file, or one clear error if it is truncated or corrupt."""
+    try:
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            if not 0 < n <= os.path.getsize(path) - 8:
+                raise ValueError(f"a header of {n} bytes in a file of {os.path.getsize(path)}")
+            header = json.loads(f.read(n))
+        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+        if 8 + n + max(ends, default=0) != os.path.getsize(path):
+            raise ValueError(
+                f"{os.path.getsize(path)} bytes, the header describes {8 + n + max(ends)}"
+            )
+        return safe_load(str(path))
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(
+            f"{path} is not a complete safetensors file ({e}); delete it and download it again"
+        ) from None
 
 
 def download(name, file):
@@ -372,7 +482,7 @@ def load(name_or_dir, half=False):
                     "(pickled .bin checkpoints are not loaded: unpickling can run code)"
                 )
     cfg = Config.from_json(config_path)
-    model = load_state(GPT2(cfg), safe_load(str(weights_path)), weights_path)
+    model = load_state(GPT2(cfg), read_safetensors(weights_path), weights_path)
     return model.half() if half else model
 
 

@@ -4,9 +4,11 @@ tests/fixtures/tiny_gpt2 holds a small random GPT2LMHeadModel saved by save_pret
 logits and its greedy continuation (scripts/make_hf_fixture.py). No torch needed here.
 """
 
+import http.server
 import json
 import pathlib
 import sys
+import threading
 import urllib.error
 
 import numpy as np
@@ -171,6 +173,117 @@ def test_offline_download_names_the_url_and_the_cache(monkeypatch, tmp_path):
         gpt2.load("gpt2")
     assert "http://127.0.0.1:9/gpt2/resolve/main/config.json" in str(error.value)
     assert str(tmp_path / "gpt2") in str(error.value)
+
+
+def test_an_interrupted_call_leaves_a_cache_that_gives_fresh_results(model, monkeypatch):
+    seq = (PROMPT + GREEDY)[:24]  # two chunks: 16 positions, then 8
+    model.reset()
+    model(seq[:4], 0)
+    run = model.run
+    calls = []
+
+    def interrupted(chunk, pos):
+        calls.append(pos)
+        if len(calls) == 2:  # a learner presses Ctrl-C during the second chunk
+            raise KeyboardInterrupt
+        return run(chunk, pos)
+
+    monkeypatch.setattr(model, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model(seq, 0)
+    monkeypatch.undo()
+    other = seq[:18] + [7, 7, 7]  # shares 18 tokens with the interrupted call's input
+    np.testing.assert_allclose(model(other, 0), gpt2.load(FIXTURE)(other, 0), atol=ATOL)
+
+
+def test_weights_changed_after_running_take_effect(tmp_path):
+    other = gpt2.GPT2(gpt2.load(FIXTURE).config)  # new random weights, same shapes
+    gpt2.save(other, tmp_path)
+    model = gpt2.load(FIXTURE)
+    model(PROMPT, 0)
+    model(PROMPT + GREEDY[:1], len(PROMPT))  # both compiled calls have run
+    gpt2.load_state(model, gpt2.read_safetensors(tmp_path / "model.safetensors"), tmp_path)
+    fresh = gpt2.load(tmp_path)
+    np.testing.assert_allclose(model(PROMPT, 0), fresh(PROMPT, 0), atol=ATOL)
+    model.half()
+    assert np.array_equal(model(PROMPT, 0), gpt2.load(tmp_path, half=True)(PROMPT, 0))
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"n_embd": 64, "n_head": 3}, "n_head=3 does not divide n_embd=64"),
+        ({"n_embd": 64.0}, "n_embd must be a positive integer, got 64.0"),
+        ({"n_layer": "2"}, "n_layer must be a positive integer, got '2'"),
+        ({"n_layer": True}, "n_layer must be a positive integer, got True"),
+        ([1, 2], "must hold a JSON object, got list"),
+    ],
+)
+def test_bad_configs_are_refused_naming_the_file(tmp_path, config, message):
+    good = json.loads((FIXTURE / "config.json").read_text())
+    (tmp_path / "config.json").write_text(
+        json.dumps(good | config if isinstance(config, dict) else config)
+    )
+    (tmp_path / "model.safetensors").write_bytes((FIXTURE / "model.safetensors").read_bytes())
+    with pytest.raises(ValueError, match=message) as error:
+        gpt2.load(tmp_path)
+    assert str(tmp_path / "config.json") in str(error.value)
+
+
+@pytest.mark.parametrize("bad", [1.7, "5", True, 2.0, None])
+def test_token_ids_must_be_integers(model, bad):
+    with pytest.raises(ValueError, match="token ids must be integers"):
+        model(PROMPT[:3] + [bad], 0)
+    assert model(PROMPT[:3] + [np.int64(5)], 0).shape == (4, 128)  # numpy integers are fine
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "random bytes", "bad header"])
+def test_corrupt_weight_files_get_one_clear_error(tmp_path, damage):
+    data = (FIXTURE / "model.safetensors").read_bytes()
+    broken = {
+        "truncated": data[: len(data) // 2],
+        "empty": b"",
+        "random bytes": np.random.default_rng(0).bytes(5000),
+        "bad header": (12).to_bytes(8, "little") + b"\xff\xfe not json" + data[20:],
+    }[damage]
+    (tmp_path / "model.safetensors").write_bytes(broken)
+    (tmp_path / "config.json").write_text((FIXTURE / "config.json").read_text())
+    with pytest.raises(ValueError, match="not a complete safetensors file.*download it again"):
+        gpt2.load(tmp_path)
+
+
+class Truncating(http.server.BaseHTTPRequestHandler):
+    """Promises 1,000 bytes and closes the connection after 10, as a dropped download does."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        self.wfile.write(b"x" * 10)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_download_that_stops_half_way_leaves_nothing_behind(monkeypatch, tmp_path):
+    server = http.server.HTTPServer(("127.0.0.1", 0), Truncating)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/{{name}}/resolve/main/{{file}}"
+        monkeypatch.setattr(gpt2, "HUB", url)
+        monkeypatch.setattr(gpt2, "cache_dir", lambda: tmp_path)
+        # a ConnectionError, as when offline: notebook 05's "auto" mode falls back on it
+        with pytest.raises(ConnectionError, match="stopped at 10 of 1000 bytes"):
+            gpt2.load("gpt2")
+    finally:
+        server.shutdown()
+    assert list(tmp_path.rglob("*.*")) == [], "no partial file may stay in the cache"
+
+
+def test_a_generation_too_long_for_the_context_is_refused_up_front(model):
+    gpt2.check_fits(model, PROMPT, 64 - len(PROMPT) + 1)  # exactly fits n_positions = 64
+    with pytest.raises(ValueError, match="need a context of 65.*at most 64"):
+        gpt2.check_fits(model, PROMPT, 64 - len(PROMPT) + 2)
 
 
 def test_real_hub_urls_and_cache_are_used(monkeypatch, tmp_path):
