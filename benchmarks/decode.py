@@ -51,13 +51,16 @@ import gpt2  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 SCRATCH = RESULTS / "tmp"  # git-ignored: ad-hoc runs must leave `git status` clean
 KS = tuple(range(1, 9))
+FAST_KS = (1, 4)  # fast mode: only what speculation with K = 4 compiles anyway
 PROMPT_LEN = 32
+FAST_PROMPT_LEN = 8  # fast mode: a prompt that fits the smallest graphs gpt2.py compiles anyway
 DRAFT_LAYERS = 2  # random targets get a draft made of their own first layers
+QUIET = 0.05  # how much the random target's later blocks add: see random_pair
 SHAPES = {  # Hugging Face's gpt2 and gpt2-medium configs
     "small": dict(n_embd=768, n_layer=12, n_head=12),
     "medium": dict(n_embd=1024, n_layer=24, n_head=16),
 }
-NEW_TOKENS = {"pair": 64, "small": 32, "medium": 16}
+NEW_TOKENS = {"pair": 64, "small": 16, "medium": 8}  # tinygrad takes seconds per token on 2 cores
 REPS = {"pair": 5, "small": 3, "medium": 2}  # medium takes minutes per repetition on 2 cores
 SAMPLE_S = 0.03  # a timing sample repeats a call until it lasts about this long
 PAIR_TEXT = b'def fibonacci(n):\n    """The n-th Fibonacci number."""\n    a, b = 0, 1\n'
@@ -74,6 +77,7 @@ class Case:
     new_tokens: int
     reps: int
     note: str
+    ks: tuple = KS  # the K of the verification passes timed
 
 
 # ---------- the models ----------
@@ -82,30 +86,45 @@ class Case:
 def random_pair(shape, directory):
     """A random-weight GPT-2 of this shape in HF's layout, and a draft of its first layers.
 
-    Random weights time the same as trained ones. A draft sharing the target's own embedding and
-    first layers agrees with it often, so speculation is exercised rather than always rejected.
+    Random weights time the same as trained ones, but two unrelated random models never agree,
+    and speculation would only ever be measured rejecting everything. So the target's later
+    blocks write little into the residual stream (their output projections scaled by QUIET):
+    its first blocks, the draft, then predict it most of the time, as a trained draft does.
     """
     target, draft = directory / "target", directory / "draft"
     gpt2.save(gpt2.GPT2(gpt2.Config(**SHAPES[shape])), target)
-    draft.mkdir()
+    state = {k: v.numpy() for k, v in safe_load(str(target / "model.safetensors")).items()}
+    for key, value in state.items():
+        if layer_of(key) >= DRAFT_LAYERS and key.endswith("c_proj.weight"):
+            value *= QUIET
+    write_weights(state, target)
     config = json.loads((target / "config.json").read_text()) | {"n_layer": DRAFT_LAYERS}
+    draft.mkdir()
     (draft / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    first = tuple(f".h.{i}." for i in range(DRAFT_LAYERS))
-    state = safe_load(str(target / "model.safetensors"))
-    kept = {k: v for k, v in state.items() if ".h." not in k or any(s in k for s in first)}
-    safe_save(kept, str(draft / "model.safetensors"), metadata={"format": "pt"})
+    write_weights({k: v for k, v in state.items() if layer_of(k) < DRAFT_LAYERS}, draft)
     return target, draft
 
 
-def make_case(name, scratch, reps, new_tokens):
+def layer_of(key):
+    """The block a weight belongs to (-1 for embeddings and the final norm)."""
+    found = re.search(r"\.h\.(\d+)\.", key)
+    return int(found.group(1)) if found else -1
+
+
+def write_weights(state, directory):
+    tensors = {k: Tensor(v) for k, v in state.items()}
+    safe_save(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+
+def make_case(name, scratch, reps, new_tokens, prompt_len=PROMPT_LEN):
     if name == "pair":
-        prompt = list(PAIR_TEXT[:PROMPT_LEN])
+        prompt = list(PAIR_TEXT[:prompt_len])
         target, draft = ROOT / "models" / "pytarget", ROOT / "models" / "pydraft"
         note = "offline pair: trained byte-level models from models/"
     else:
         target, draft = random_pair(name, scratch / name)
         vocab = json.loads((target / "config.json").read_text())["vocab_size"]
-        prompt = np.random.default_rng(0).integers(0, vocab, PROMPT_LEN).tolist()
+        prompt = np.random.default_rng(0).integers(0, vocab, prompt_len).tolist()
         note = f"random weights; draft = the target's first {DRAFT_LAYERS} layers"
     return Case(
         name, target, draft, prompt, new_tokens or NEW_TOKENS[name], reps or REPS[name], note
@@ -161,7 +180,12 @@ class Tinygrad:
         # gpt2.kernel_counts(model) -> {call name: kernels launched} may appear in gpt2.py; when
         # it does, its own numbers are reported beside the ones counted above.
         kernel_counts = getattr(gpt2, "kernel_counts", None)
-        reported = dict(kernel_counts(self.target)) if kernel_counts else None
+        reported = None
+        if kernel_counts:  # its values may be counts or the lists of programs launched
+            reported = {
+                str(c): n if isinstance(n, int) else len(n)
+                for c, n in kernel_counts(self.target).items()
+            }
         per_block = {k: v / self.layers for k, v in counted.items()}
         return {"counted": counted, "per_block": per_block, "gpt2_kernel_counts": reported}
 
@@ -265,13 +289,14 @@ def summary(samples):
     return {"min": min(samples), "median": statistics.median(samples), "samples": samples}
 
 
-def warm_up(peer, case, k):
+def warm_up(peer, case, k, ks):
     """The cold calls: tinygrad captures and compiles its JIT graphs here (compile_s)."""
     start = time.perf_counter()
     first_step = seconds(peer.step)
     for _ in range(2):  # TinyJit runs a call once, captures it on the second, replays after
         peer.step()
-        peer.verify(k)
+        for kk in ks:  # gpt2.py may compile one graph per size of call
+            peer.verify(kk)
     peer.greedy(min(case.new_tokens, 4))
     peer.speculative(min(case.new_tokens, 2 * k + 2), k)
     return {"compile_s": time.perf_counter() - start, "first_step_s": first_step}
@@ -279,7 +304,8 @@ def warm_up(peer, case, k):
 
 def measure(peers, case, k):
     """All timings, the peers alternating inside every repetition; and the tokens they made."""
-    cold = {p.name: warm_up(p, case, k) for p in peers}
+    progress(f"{case.name}: warming up (tinygrad compiles its JIT graphs)")
+    cold = {p.name: warm_up(p, case, k, case.ks) for p in peers}
     repeat = {p.name: repeats_for(p.step) for p in peers}
     times = {p.name: {} for p in peers}
     tokens, spec_stats = [], {}
@@ -288,9 +314,10 @@ def measure(peers, case, k):
         times[peer.name].setdefault(key, []).append(seconds(call, repeat))
 
     for rep in range(case.reps):
+        progress(f"{case.name}: repetition {rep + 1} of {case.reps}")
         for p in peers:
             sample(p, "step", p.step, repeat[p.name])
-        for kk in KS:
+        for kk in case.ks:
             for p in peers:
                 sample(p, f"verify{kk}", lambda p=p, kk=kk: p.verify(kk), repeat[p.name])
         for mode in ("greedy", "speculative"):
@@ -306,6 +333,10 @@ def measure(peers, case, k):
                 if stats:
                     spec_stats[p.name] = stats
     return cold, repeat, times, tokens, spec_stats
+
+
+def progress(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def compare_tokens(runs):
@@ -433,6 +464,7 @@ def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_
         "prompt_tokens": len(case.prompt),
         "new_tokens": case.new_tokens,
         "k": k,
+        "verify_ks": list(case.ks),
         "reps": case.reps,
         "tokens": reference,
         "tokens_identical": not mismatches,
@@ -445,7 +477,7 @@ def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_
         r = {**cold[p.name], "calls_per_sample": repeat[p.name], "step_ms": step}
         r["step_over_floor"] = step["median"] / floor_ms
         r["verify"] = {}
-        for kk in KS:
+        for kk in case.ks:
             v = summary([s * 1e3 for s in t[f"verify{kk}"]])
             v["ratio_median"] = v["median"] / step["median"]
             v["ratio_min"] = v["min"] / step["min"]
@@ -495,7 +527,7 @@ def table(name, m):
     row("compile / warm-up s", lambda r: (r["compile_s"], None))
     row("step ms/token", lambda r: (r["step_ms"]["min"], r["step_ms"]["median"]), 3)
     row("step / floor", lambda r: (r["step_ms"]["min"] / m["floor_ms"], r["step_over_floor"]), 1)
-    for kk in KS:
+    for kk in m["verify_ks"]:
         row(
             f"verify K={kk} / step",
             lambda r, kk=kk: (r["verify"][kk]["ratio_min"], r["verify"][kk]["ratio_median"]),
@@ -598,7 +630,10 @@ def main(argv=None):
     result["models"] = {}
     with tempfile.TemporaryDirectory(prefix="specmini-bench-") as scratch:
         for name in names:
-            case = make_case(name, pathlib.Path(scratch), args.reps, args.tokens)
+            progress(f"{name}: writing and loading the weights")
+            prompt_len = FAST_PROMPT_LEN if args.fast else PROMPT_LEN
+            case = make_case(name, pathlib.Path(scratch), args.reps, args.tokens, prompt_len)
+            case.ks = FAST_KS if args.fast else KS
             peers = [Tinygrad(case)] + ([Transformers(case)] if with_torch else [])
             measured = measure(peers, case, args.k)
             report = model_report(case, peers, args.k, *measured, result["bandwidth"]["floor_GBps"])
