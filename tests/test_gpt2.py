@@ -176,9 +176,10 @@ def test_offline_download_names_the_url_and_the_cache(monkeypatch, tmp_path):
 
 
 def test_an_interrupted_call_leaves_a_cache_that_gives_fresh_results(model, monkeypatch):
-    seq = (PROMPT + GREEDY)[:24]  # two chunks: 16 positions, then 8
+    seq = (PROMPT + GREEDY)[:36]  # from position 4 on: a chunk of 16 positions, then 16 more
+    before = seq[:4] + [7] * 24  # what the cache held before: the same first 4 tokens only
     model.reset()
-    model(seq[:4], 0)
+    model(before, 0)
     run = model.run
     calls = []
 
@@ -192,8 +193,8 @@ def test_an_interrupted_call_leaves_a_cache_that_gives_fresh_results(model, monk
     with pytest.raises(KeyboardInterrupt):
         model(seq, 0)
     monkeypatch.undo()
-    other = seq[:18] + [7, 7, 7]  # shares 18 tokens with the interrupted call's input
-    np.testing.assert_allclose(model(other, 0), gpt2.load(FIXTURE)(other, 0), atol=ATOL)
+    # positions 4 to 19 now hold seq's keys and values, not before's
+    np.testing.assert_allclose(model(before, 20), gpt2.load(FIXTURE)(before, 20), atol=ATOL)
 
 
 def test_weights_changed_after_running_take_effect(tmp_path):
