@@ -578,6 +578,7 @@ def parse(argv):
     )
     ap.add_argument("--k", type=int, default=4, help="drafts per round, end to end")
     ap.add_argument("--no-torch", action="store_true", help="tinygrad only")
+    ap.add_argument("--torch-threads", type=int, default=0, help="default: tinygrad's count")
     ap.add_argument(
         "--fast", action="store_true", help="CI: tinygrad, offline pair, 8 tokens, 2 reps"
     )
@@ -624,7 +625,7 @@ def main(argv=None):
     if with_torch:  # the same threads for both: 2 cores here, shared by the two frameworks
         import torch
 
-        torch.set_num_threads(threads)
+        torch.set_num_threads(args.torch_threads or threads)
         result["threads"]["torch"] = torch.get_num_threads()
     result["bandwidth"] = bandwidth(args.fast)
     result["models"] = {}
