@@ -131,8 +131,8 @@ class Attention:
         keys, values = self.cache[1, :, :, :end, :], self.cache[2, :, :, :end, :]  # (B, H, end, D)
         scores = q @ keys.transpose(-1, -2) * (1 / D**0.5)  # (B, H, T, end)
         if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
-            mask = Tensor.full((1, 1, T, end), float("-inf"), dtype=x.dtype).triu(start_pos + 1)
-            scores = scores + mask
+            future = Tensor.arange(end).reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
+            scores = future.where(float("-inf"), scores)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(scores) @ values
         weights = (scores - scores.max(-1, keepdim=True)).exp()
         y = (weights @ values) / weights.sum(-1, keepdim=True)  # (B, H, T, D)
@@ -252,6 +252,9 @@ class GPT2:
 
     def fold(self):
         """The decoding path's folded norms (NormLinear), from the weights as they are now."""
+        # Each weight its own contiguous buffer: freshly initialised random weights are lazy
+        # views of a larger random buffer, which compiled calls would read 10x slower
+        Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
         head = NormLinear(self.ln_f, self.wte.weight)  # tied: the embedding is (vocab, n_embd)
         folded = [head] + [t for block in self.h for t in block.fold()]
         Tensor.realize(*[t for f in folded for t in (f.colsum, f.bias)])

@@ -12,7 +12,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SM90 = {"DEV": "MOCK+NULL:PTX:sm_90", "NULL_ALLOW_COPYOUT": "1"}
-STEP_KERNELS, MULTI_KERNELS = 10, 12  # per block: the issue's targets (it was 105 and 122)
+STEP_KERNELS, MULTI_KERNELS = 10, 10  # per block (it was 105 and 122; the issue asked 10 and 12)
 
 
 def run(script, env=None, timeout=600):
