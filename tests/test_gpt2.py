@@ -147,6 +147,21 @@ def test_save_then_load_round_trip(model, tmp_path):
     np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
 
 
+def test_a_padded_vocabulary_stays_inside_the_model(tmp_path):
+    cfg = gpt2.Config(vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2)
+    model = gpt2.GPT2(cfg)  # 100 tokens: the embedding holds 128 rows, the files 100
+    assert model.wte.weight.shape == (128, 32)
+    gpt2.save(model, tmp_path)
+    assert safe_load(tmp_path / "model.safetensors")["transformer.wte.weight"].shape == (100, 32)
+    loaded, tokens = gpt2.load(tmp_path), [5, 99, 0, 42, 7]
+    cached = loaded(tokens, 0)
+    assert cached.shape == (5, 100)
+    # the reference path (whole sequence, plain LayerNorms) and the compiled one agree
+    reference = loaded.forward(Tensor([tokens], dtype=dtypes.int32))[0].numpy()
+    np.testing.assert_allclose(cached, reference, atol=ATOL)
+    np.testing.assert_allclose(cached, model(tokens, 0), atol=ATOL)
+
+
 def test_bad_input_gives_clear_errors(model, tmp_path):
     with pytest.raises(FileNotFoundError, match="neither a model name"):
         gpt2.load("gpt3-secret")
