@@ -1,9 +1,15 @@
-"""GPT-2 in tinygrad, laid out like Hugging Face's checkpoints, with a KV cache for speculation.
+"""GPT-2 in tinygrad, named like Hugging Face's checkpoints, with a KV cache for speculation.
 
 `load(name_or_dir)` returns a `GPT2` that is a specmini model: `model(tokens, start)` returns the
 logits of tokens[start:] as a numpy array of shape (len(tokens) - start, vocab). The parameter
-names (wte, wpe, h.N.attn.c_attn, ...) and the Conv1D weight layout (in, out) are those of the
-safetensors files on the hub, so loading is a rename at most, never a transpose.
+names (wte, wpe, h.N.attn.c_attn, ...) are those of the safetensors files on the hub. Two layouts
+differ, for speed, and `load_state` / `hf_state_dict` convert them: the linear layers are held
+(out, in) where the files' Conv1D layers are (in, out), and the embedding's rows are padded to a
+multiple of 64.
+
+Two forward passes: `forward` is the reference (whole sequences, as in training), and the
+compiled decoding path (`step`) computes the same logits with a KV cache, each LayerNorm folded
+into the matmul after it, in as few GPU kernels as tinygrad can make of it.
 """
 
 import hashlib
