@@ -77,7 +77,8 @@ class Linear:
     """
 
     def __init__(self, n_in, n_out):
-        self.weight = Tensor.normal(n_out, n_in, std=0.02)
+        # drawn (in, out) and transposed: the same initial weights as GPT-2's own layout gives
+        self.weight = Tensor.normal(n_in, n_out, std=0.02).T.contiguous()
         self.bias = Tensor.zeros(n_out)
 
     def __call__(self, x):
