@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "notebooks"))
 import gpt2  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
+TINYGRAD_ENV = ("DEV", "JIT", "BEAM", "JITBEAM", "NUM_CPU_THREADS", "CACHELEVEL")
 SCRATCH = RESULTS / "tmp"  # git-ignored: ad-hoc runs must leave `git status` clean
 KS = tuple(range(1, 9))
 FAST_KS = (1, 4)  # fast mode: only what speculation with K = 4 compiles anyway
@@ -619,6 +620,8 @@ def main(argv=None):
         "device": info,
         "versions": versions(with_torch),
         "threads": {"tinygrad_NUM_CPU_THREADS": threads},
+        # tinygrad's settings that change its kernels: a BEAM-searched run is not a plain one
+        "tinygrad_env": {k: os.environ[k] for k in TINYGRAD_ENV if k in os.environ},
         "load_before": os.getloadavg(),
         "fast": args.fast,
     }

@@ -113,6 +113,7 @@ class Attention:
         self.n_head, self.max_context = cfg.n_head, cfg.n_positions
         self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
+        self.cache = None  # q, k and v of every position, made by the first decoding step
 
     def __call__(self, x):
         """Training and reference: the whole sequence at once, each position sees its past."""
@@ -127,7 +128,7 @@ class Attention:
         B, T, C = x.shape
         H, D = self.n_head, C // self.n_head
         end = start_pos + T
-        if not hasattr(self, "cache"):  # q, k, v of every position; room for a padded chunk
+        if self.cache is None:  # room for a padded chunk past the context
             shape = (3, B, H, self.max_context + CHUNK, D)
             self.cache = Tensor.zeros(*shape, dtype=x.dtype, device=x.device).contiguous()
             self.cache.realize()
@@ -288,7 +289,7 @@ class GPT2:
         """
         self.compiled, self.head, self.cached = {}, None, []
         for block in self.h:
-            block.attn.__dict__.pop("cache", None)  # its dtype follows the weights'
+            block.attn.cache = None  # its dtype follows the weights'
 
     def half(self):
         """fp16 weights (and so fp16 activations and cache): half the memory, faster on GPUs."""
