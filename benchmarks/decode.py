@@ -175,18 +175,11 @@ class Tinygrad:
         }
 
     def kernels(self):
-        """Kernels launched per call: counted here, and by gpt2.kernel_counts when it exists."""
+        """Kernels launched per call: counted here, and by gpt2.kernel_counts per compiled call."""
         counted = {"step": launches(self.step), "verify K=4": launches(lambda: self.verify(4))}
-        # ---------- kernels per block per call (sibling issue) ----------
-        # gpt2.kernel_counts(model) -> {call name: kernels launched} may appear in gpt2.py; when
-        # it does, its own numbers are reported beside the ones counted above.
-        kernel_counts = getattr(gpt2, "kernel_counts", None)
-        reported = None
-        if kernel_counts:  # its values may be counts or the lists of programs launched
-            reported = {
-                str(c): n if isinstance(n, int) else len(n)
-                for c, n in kernel_counts(self.target).items()
-            }
+        reported = {
+            str(n): len(programs) for n, programs in gpt2.kernel_counts(self.target).items()
+        }
         per_block = {k: v / self.layers for k, v in counted.items()}
         return {"counted": counted, "per_block": per_block, "gpt2_kernel_counts": reported}
 
