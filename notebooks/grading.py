@@ -1,26 +1,82 @@
 """The check runner behind every notebook's exercises: `grade` runs a learner's function through
 a list of cases, one printed line per case. Each exercises_0N module holds its cases.
+
+The same checks grade the student edition under nbgrader: there a check that is not attempted
+yet, or fails, raises, so that its cell scores zero.
 """
+
+import contextlib
+import hashlib
+import os
+import sys
+from unittest import mock
 
 import numpy as np
 
+import specmini
 
-def grade(name, fn, cases, strict=True):
+CHECKERS = ("grading", "exercises_", "specmini", "toys", "gpt2")  # modules that may call specmini
+
+
+class CalledSpecmini(AssertionError):
+    """A learner's answer called the specmini function that the exercise asks them to write."""
+
+
+def autograding():
+    """True while nbgrader autogrades (or validates) a notebook."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+@contextlib.contextmanager
+def traps(fn, forbid):
+    """Replace the specmini functions named in `forbid` by traps, for calls from the learner's
+    code only: the checks themselves (and specmini's own functions) still reach the real ones."""
+    patches = []
+    for name in forbid:
+        real = getattr(specmini, name)
+
+        def trap(*args, _real=real, _name=name, **kwargs):
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if caller.startswith(CHECKERS):
+                return _real(*args, **kwargs)
+            raise CalledSpecmini(
+                f"your answer calls specmini.{_name}: write it yourself, that is the exercise"
+            )
+
+        patches.append(mock.patch.object(specmini, name, trap))
+        learner = getattr(fn, "__globals__", {})
+        for alias, value in list(learner.items()):  # `from specmini import name` in the notebook
+            if value is real:
+                patches.append(mock.patch.dict(learner, {alias: trap}))
+    with contextlib.ExitStack() as stack:
+        for p in patches:
+            stack.enter_context(p)
+        yield
+
+
+def grade(name, fn, cases, strict=True, forbid=()):
     """Run each (title, case) on `fn`; a case returns None when it passes, else what went wrong.
 
     With strict (a learner's check cell) a failure raises AssertionError and nothing is returned;
     otherwise returns True (all pass), False (some fail) or None (not attempted yet). A stub that
-    still raises NotImplementedError counts as "not attempted yet", not as a failure.
+    still raises NotImplementedError counts as "not attempted yet", not as a failure, except
+    under nbgrader, where it scores zero. `forbid` names the specmini functions that `fn` must
+    not call (the ones the exercise asks for).
     """
     failed = 0
     for title, case in cases:
         try:
-            problem = case(fn)
+            with traps(fn, forbid):
+                problem = case(fn)
         except NotImplementedError:
             print(
                 f"… {name}: not attempted yet. Write it in the cell above, then re-run this cell."
             )
+            if strict and autograding():
+                raise AssertionError(f"{name}: not attempted") from None
             return None
+        except CalledSpecmini as e:
+            problem = str(e)
         except Exception as e:  # a crash is a failed case, and says why
             problem = f"raised {type(e).__name__}: {e}"
         print(f"✗ {title}: {problem}" if problem else f"✓ {title}")
@@ -35,3 +91,36 @@ def grade(name, fn, cases, strict=True):
 def as_array(x):
     """What a learner's function returned, as a float array to compare."""
     return np.asarray(x, dtype=np.float64)
+
+
+def answer_key(answer):
+    """A quiz answer as a hash, so that the checks can hold the key without showing it: letters
+    are case-blind, numbers are compared at 2 decimals."""
+    if isinstance(answer, str):
+        text = answer.strip().lower()
+    else:
+        text = f"{float(answer):.2f}"
+    return hashlib.sha256(f"specmini-quiz:{text}".encode()).hexdigest()[:16]
+
+
+def check_quiz(name, answers, key):
+    """Check a notebook's quiz: `answers` maps question numbers to a letter or a number, `key`
+    maps them to `answer_key` hashes. Raises AssertionError (naming the questions, never their
+    answers) unless every question is answered right."""
+    wrong, missing = [], []
+    for question, want in key.items():
+        if question not in answers:
+            missing.append(question)
+            continue
+        try:
+            right = answer_key(answers[question]) == want
+        except (TypeError, ValueError):
+            right = False
+        (print(f"✓ question {question}") if right else wrong.append(question))
+    for question in wrong:
+        print(f"✗ question {question}: not this one; read its section again")
+    if missing:
+        print(f"… {name}: no answer yet for question(s) {', '.join(map(str, missing))}")
+    if wrong or missing:
+        raise AssertionError(f"{name}: {len(key) - len(wrong) - len(missing)} of {len(key)} right")
+    print(f"✓ {name}: all {len(key)} answers right")

@@ -10,6 +10,8 @@ import string
 import numpy as np
 from IPython.display import HTML
 
+import specmini
+
 VOCAB = ["A", "B", "C"]
 TARGET_ABC = np.array([0.6, 0.3, 0.1])  # the running example of notebooks 01-03
 DRAFT_ABC = np.array([0.4, 0.5, 0.1])
@@ -99,3 +101,26 @@ def check(condition, message):
     if not condition:
         raise AssertionError(f"✗ {message}")
     print(f"✓ {message}")
+
+
+def context_alphas(target, draft, temperature):
+    """One alpha per context of a bigram pair: its context is the last token, one row per table."""
+    rows = [specmini.probabilities(m.table, temperature) for m in (target, draft)]
+    return specmini.acceptance_rate(*rows)
+
+
+def measure(target, draft, k, temperature, tokens=1200, seed=0):
+    """Run `tokens` of speculative decoding on a bigram pair: acceptance rate, tokens per target
+    call, and the models' alpha averaged over the contexts the run visited."""
+    target.calls = draft.calls = 0
+    g = specmini.generate(target, draft, [0], tokens, k=k, temperature=temperature, seed=seed)
+    accepted = sum(r.accepted for r in g.rounds)
+    tests = accepted + sum(r.ended_with == "correction" for r in g.rounds)  # accept tests run
+    contexts = ([0] + g.tokens)[:-1]
+    mean_alpha = float(np.clip(context_alphas(target, draft, temperature)[contexts].mean(), 0, 1))
+    mean_alpha = 1.0 if mean_alpha > 1 - 1e-12 else mean_alpha  # float noise of sum(min(t, t))
+    return {
+        "acceptance": accepted / max(tests, 1),
+        "tokens_per_call": len(g.tokens) / target.calls,
+        "mean_alpha": mean_alpha,
+    }

@@ -44,8 +44,8 @@ NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements.t
 
 # Each notebook, the sliders a learner moves (by their description), and the screenshot to save.
 CASES = [
-    ("04_bonus_token_and_speedup.ipynb", ["K", "temperature"], "sliders_04.png"),
-    ("05_gpt2_tinygrad.ipynb", ["K", "temperature"], "sliders_05.png"),
+    ("05_speedup_and_best_k.ipynb", ["K", "temperature"], "sliders_05.png"),
+    ("06_gpt2_tinygrad.ipynb", ["K", "temperature"], "sliders_06.png"),
 ]
 RUN_ALL_MS = 90_000  # the most a notebook may take to run top to bottom in the browser
 SLOW_MS = 30_000  # the most one recomputation after a slider move may take
@@ -68,7 +68,7 @@ def copy_course(dst, notebooks):
     """The notebooks, with an empty figures/ beside them: what they write stays in the copy."""
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(notebooks, dst / "notebooks", ignore=ignore)
-    shutil.copytree(notebooks.parent / "models", dst / "models")  # notebook 05's offline pair
+    shutil.copytree(notebooks.parent / "models", dst / "models")  # notebook 06's offline pair
     (dst / "figures").mkdir()
     return dst / "notebooks"
 
