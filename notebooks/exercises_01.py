@@ -1,7 +1,9 @@
 """Automatic checks for the exercises of notebook 01: sampling with one uniform, one target pass.
 
 Each `check_*` runs a learner's function through a list of cases and prints one line per case.
-A stub that still raises NotImplementedError counts as "not attempted yet", not as a failure.
+A stub that still raises NotImplementedError counts as "not attempted yet", not as a failure
+(under nbgrader it scores zero). A failing case says what went wrong, never the expected answer.
+`QUIZ` holds the hashed answers of the notebook's concept quiz (`grading.answer_key`).
 """
 
 import numpy as np
@@ -25,14 +27,14 @@ def counts(fn, probs, n):
 def abc_points(fn):
     expected = {0.0: 0, 0.3: 0, 0.59: 0, 0.61: 1, 0.85: 1, 0.91: 2, 0.999: 2}
     got = {u: fn(ABC, u) for u in expected}
-    wrong = {u: got[u] for u in expected if got[u] != expected[u]}
-    return f"wrong token for u = {wrong} (A=0, B=1, C=2)" if wrong else None
+    wrong = [u for u in expected if got[u] != expected[u]]
+    return f"the token is wrong for u = {', '.join(map(str, wrong))}" if wrong else None
 
 
 def returns_int(fn):
     token = fn(ABC, 0.5)
     ok = isinstance(token, int | np.integer) and not isinstance(token, bool)
-    return None if ok else f"returned {token!r} ({type(token).__name__}), expected an int"
+    return None if ok else f"returned a {type(token).__name__}, not an int token id"
 
 
 def abc_grid(fn):
@@ -51,7 +53,8 @@ def random_grids(fn):
         probs = rng.dirichlet(np.ones(rng.integers(2, 9)))
         freq = counts(fn, probs, 10_000) / 10_000
         if not np.allclose(freq, probs, atol=2e-4):
-            return f"frequencies {freq.round(4)} for probabilities {probs.round(4)}"
+            off = np.abs(freq - probs).max()
+            return f"a token's frequency is off by {off:.4f} on {len(probs)} tokens"
     return None
 
 
@@ -76,7 +79,8 @@ SAMPLE_CASES = [
 
 
 def check_sample_with_uniform(fn, strict=True):
-    return grade("sample_with_uniform", fn, SAMPLE_CASES, strict)
+    # specmini.sample is the function this exercise writes: an answer must not call it.
+    return grade("sample_with_uniform", fn, SAMPLE_CASES, strict, forbid=("sample",))
 
 
 # Exercise 2: score_drafts(model, prefix, drafts) -> (K + 1, vocab) distributions, one model call.
@@ -116,8 +120,8 @@ def scored(fn, prefix=PREFIX, drafts=DRAFTS):
 
 def k_plus_one_rows(fn):
     rows, _ = scored(fn)
-    want = (len(DRAFTS) + 1, 5)
-    return None if rows.shape == want else f"shape {rows.shape}, expected {want}"
+    ok = rows.shape == (len(DRAFTS) + 1, 5)
+    return None if ok else f"shape {rows.shape} for K = {len(DRAFTS)} drafts over 5 tokens"
 
 
 def rows_are_distributions(fn):
@@ -129,7 +133,7 @@ def rows_are_distributions(fn):
 def rows_match_contexts(fn):
     rows, want = scored(fn)[0], reference_rows(PREFIX, DRAFTS)
     if rows.shape != want.shape:
-        return f"shape {rows.shape}, expected {want.shape}"
+        return f"shape {rows.shape}: not one row per context"
     bad = [j for j in range(len(want)) if not np.allclose(rows[j], want[j])]
     return None if not bad else f"rows {bad} do not match the context prefix + drafts[:j]"
 
@@ -142,8 +146,12 @@ def one_call(fn):
 def no_drafts(fn):
     rows, calls = scored(fn, [2, 1], [])
     want = reference_rows([2, 1], [])
-    ok = rows.shape == want.shape and np.allclose(rows, want) and calls == 1
-    return None if ok else f"with K = 0 expected one row {want.round(4)}, got {rows.round(4)}"
+    if calls != 1:
+        return f"with K = 0 called the model {calls} times"
+    if rows.shape != want.shape:
+        return f"with K = 0 returned shape {rows.shape}: not a single row"
+    ok = np.allclose(rows, want)
+    return None if ok else "with K = 0 the row is not the distribution after the prefix"
 
 
 SCORE_CASES = [
@@ -156,4 +164,16 @@ SCORE_CASES = [
 
 
 def check_score_drafts(fn, strict=True):
+    # No public specmini function does this step alone (it happens inside specmini.generate),
+    # so there is nothing to forbid: the one-call case is what an answer cannot fake.
     return grade("score_drafts", fn, SCORE_CASES, strict)
+
+
+# The concept quiz at the end of notebook 01: question number -> grading.answer_key(answer).
+QUIZ = {
+    1: "8ca260c386505dae",
+    2: "8df3a99e0be789e2",
+    3: "56b7f2209eb5a905",
+    4: "4042af303e01be24",
+    5: "8c3b0dfb7693637f",
+}
