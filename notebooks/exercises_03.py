@@ -2,7 +2,9 @@
 
 Each `check_*` runs a learner's function through a list of cases and prints one line per case
 (the `grade` loop of grading.py). A stub that still raises NotImplementedError counts as "not
-attempted yet", not as a failure.
+attempted yet" (under nbgrader it scores zero). The residual's check rejects an answer that calls
+`specmini.residual` itself. A failing case says what went wrong, never the expected answer.
+`QUIZ` holds the hashed answers of the notebook's concept quiz (`grading.answer_key`).
 """
 
 import numpy as np
@@ -34,12 +36,33 @@ def random_pairs(seed, n=200, edge_cases=True):
         yield target, draft
 
 
+def what_is_off(got, want):
+    """What is wrong with distribution `got`, said without giving `want` away (None if nothing)."""
+    if got.shape != want.shape:
+        return f"returned shape {got.shape}, not one probability per token {want.shape}"
+    if np.any(np.isnan(got)):
+        return f"got {got.round(4)}: NaN (a 0 / 0 somewhere?)"
+    if np.any(got < -1e-12) or not np.isclose(got.sum(), 1):
+        return f"got {got.round(4)}: not a distribution (sum {got.sum():.4f}, min {got.min():.4f})"
+    if np.allclose(got, want, atol=1e-12):
+        return None
+    over, under = np.flatnonzero(got > want), np.flatnonzero(got < want)
+    said = [
+        f"too {word} mass on token {', '.join(map(str, ids))}"
+        for word, ids in (("much", over), ("little", under))
+        if len(ids)
+    ]
+    return f"got {got.round(4)}: {' and '.join(said)}"
+
+
 # Exercise 1: residual(target, draft) -> norm(max(0, target - draft)), the target if no excess.
 
 
 def abc_residual(fn):
-    got = as_array(fn(TARGET.copy(), DRAFT.copy()))
-    return None if np.allclose(got, [1, 0, 0]) else f"got {got.round(4)}, expected [1. 0. 0.]"
+    problem = what_is_off(
+        as_array(fn(TARGET.copy(), DRAFT.copy())), specmini.residual(TARGET, DRAFT)
+    )
+    return problem and f"A/B/C, {problem}"
 
 
 def is_distribution(fn):
@@ -62,94 +85,126 @@ def equal_pair(fn):
     got = as_array(fn(TARGET.copy(), TARGET.copy()))
     if np.any(np.isnan(got)):
         return f"got {got} (0 / 0): with no excess anywhere, return the target itself"
-    return None if np.allclose(got, TARGET) else f"got {got.round(4)}, expected the target"
+    return None if np.allclose(got, TARGET) else f"got {got.round(4)}, not the target itself"
 
 
 def disjoint_pair(fn):
     target, draft = np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.0, 0.3, 0.7])
-    got = as_array(fn(target, draft))
-    return None if np.allclose(got, target) else f"got {got.round(4)}, expected the target"
+    problem = what_is_off(as_array(fn(target, draft)), specmini.residual(target, draft))
+    return problem and f"target {target}, draft {draft}: {problem}"
 
 
 def same_as_specmini_residual(fn):
     for target, draft in random_pairs(3):
-        got, want = as_array(fn(target, draft)), specmini.residual(target, draft)
-        if got.shape != want.shape or not np.allclose(got, want, atol=1e-12):
-            return f"target {target.round(3)}, draft {draft.round(3)}: {got.round(4)} != {want}"
+        problem = what_is_off(as_array(fn(target, draft)), specmini.residual(target, draft))
+        if problem:
+            return f"target {target.round(3)}, draft {draft.round(3)}: {problem}"
     return None
 
 
 RESIDUAL_CASES = [
-    ("A/B/C: the residual is (1, 0, 0)", abc_residual),
+    ("A/B/C: the residual of the table above", abc_residual),
     ("a distribution (>= 0, sums to 1) on 200 random pairs", is_distribution),
     ("mass only where target > draft", only_where_target_exceeds),
     ("equal distributions: the target, not NaN", equal_pair),
     ("disjoint supports: the target", disjoint_pair),
-    ("agrees with specmini.residual to 1e-12", same_as_specmini_residual),
+    ("agrees with specmini.residual to 1e-12 on 200 random pairs", same_as_specmini_residual),
 ]
 
 
 def check_residual(fn, strict=True):
-    return grade("residual", fn, RESIDUAL_CASES, strict)
+    return grade("residual", fn, RESIDUAL_CASES, strict, forbid=("residual",))
 
 
 # Exercise 2: step_distribution(target, proposal, scored_as) -> the exact output distribution of
 # one step whose draft token is drawn from `proposal` but tested (and the residual computed) as if
-# it came from `scored_as`. Correct code has proposal == scored_as.
+# it came from `scored_as`. Correct code has proposal == scored_as. No specmini function computes
+# it, so nothing is forbidden. The checks never write the answer out: they pin it down by what it
+# must satisfy. A draft that always proposes one token x is accepted with probability
+# min(1, target(x) / scored_as(x)) (the statement), else resampled from the residual; and a
+# proposal that mixes tokens outputs the same mix of those one-token steps' outputs.
 
 
-def reference_step(target, proposal, scored_as):
-    accept = np.minimum(1.0, target / np.where(scored_as > 0, scored_as, 1.0))
-    kept = proposal * accept  # a proposal with mass where scored_as has none is not allowed
-    return kept + (1 - kept.sum()) * specmini.residual(target, scored_as)
+def one_token_step(target, scored_as, token):
+    """The output of one step whose draft always proposes `token`: kept, or else the residual."""
+    keep = min(1.0, target[token] / scored_as[token])
+    return keep * np.eye(len(target))[token] + (1 - keep) * specmini.residual(target, scored_as)
+
+
+def random_triples(seed, n=200):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        vocab = int(rng.integers(2, 8))
+        yield rng.dirichlet(np.ones(vocab), size=3)
 
 
 def correct_step_is_exact(fn):
     for target, draft in random_pairs(4, edge_cases=False):
-        got = as_array(fn(target, draft, draft))
-        if got.shape != target.shape or not np.allclose(got, target, atol=1e-12):
-            return f"proposal == scored_as == {draft.round(3)}: {got.round(4)} != {target.round(4)}"
+        problem = what_is_off(as_array(fn(target, draft, draft)), target)
+        if problem:
+            return f"target {target.round(3)}, proposal = scored_as = {draft.round(3)}: {problem}"
     return None
 
 
-def greedy_bug(fn):
-    got = as_array(fn(np.array([0.6, 0.4]), np.array([1.0, 0.0]), np.array([0.8, 0.2])))
-    return None if np.allclose(got, [0.75, 0.25]) else f"got {got.round(4)}, expected [0.75 0.25]"
+def one_token_case(target, token, scored_as):
+    def case(fn):
+        got = as_array(fn(target, np.eye(len(target))[token], scored_as))
+        return what_is_off(got, one_token_step(target, scored_as, token))
+
+    return case
 
 
-def greedy_fixed(fn):
-    one_hot = np.array([1.0, 0.0])
-    got = as_array(fn(np.array([0.6, 0.4]), one_hot, one_hot))
-    return None if np.allclose(got, [0.6, 0.4]) else f"got {got.round(4)}, expected [0.6 0.4]"
+def one_token_random(fn):
+    for target, _, scored_as in random_triples(5):
+        for token in range(len(target)):
+            problem = one_token_case(target, token, scored_as)(fn)
+            if problem:
+                triple = f"target {target.round(3)}, scored_as {scored_as.round(3)}"
+                return f"{triple}, always proposing token {token}: {problem}"
+    return None
+
+
+def mixed_proposals(fn):
+    for target, proposal, scored_as in random_triples(6):
+        alone = [as_array(fn(target, e, scored_as)) for e in np.eye(len(target))]
+        problem = what_is_off(as_array(fn(target, proposal, scored_as)), proposal @ np.array(alone))
+        if problem:
+            triple = f"{target.round(3)}, {proposal.round(3)}, {scored_as.round(3)}"
+            return f"{triple}: not the proposal's mix of its one-token outputs: {problem}"
+    return None
 
 
 def swapped_bug(fn):
-    got, want = as_array(fn(DRAFT, DRAFT, TARGET)), reference_step(DRAFT, DRAFT, TARGET)
-    return None if np.allclose(got, want) else f"got {got.round(4)}, expected {want.round(4)}"
-
-
-def random_triples(fn):
-    rng = np.random.default_rng(5)
-    for _ in range(200):
-        vocab = int(rng.integers(2, 8))
-        target, proposal, scored_as = rng.dirichlet(np.ones(vocab), size=3)
-        got, want = (
-            as_array(fn(target, proposal, scored_as)),
-            reference_step(target, proposal, scored_as),
-        )
-        if got.shape != want.shape or not np.allclose(got, want, atol=1e-12):
-            return f"{target.round(3)}, {proposal.round(3)}, {scored_as.round(3)}: {got.round(4)}"
-    return None
+    alone = [as_array(fn(DRAFT, e, TARGET)) for e in np.eye(3)]
+    if any(what_is_off(a, one_token_step(DRAFT, TARGET, i)) for i, a in enumerate(alone)):
+        return "wrong for a draft that always proposes one token: see the cases above"
+    problem = what_is_off(as_array(fn(DRAFT, DRAFT, TARGET)), DRAFT @ np.array(alone))
+    return problem and f"not the mix of its one-token outputs: {problem}"
 
 
 STEP_CASES = [
     ("proposal == scored_as: exactly the target, 200 random pairs", correct_step_is_exact),
-    ("greedy draft scored as (0.8, 0.2): (0.75, 0.25)", greedy_bug),
-    ("greedy draft scored as greedy: (0.6, 0.4)", greedy_fixed),
-    ("target and draft swapped in the test and the residual", swapped_bug),
-    ("200 random (target, proposal, scored_as) triples", random_triples),
+    (
+        "bug 2: a greedy draft scored as its softmax",
+        one_token_case(np.array([0.6, 0.4]), 0, np.array([0.8, 0.2])),
+    ),
+    ("bug 2 fixed: scored as the one-hot", one_token_case(np.array([0.6, 0.4]), 0, np.eye(2)[0])),
+    ("a draft that always proposes one token, 200 random triples", one_token_random),
+    ("a mixed proposal outputs the mix, 200 random triples", mixed_proposals),
+    ("bug 1: target and draft swapped in the test and the residual", swapped_bug),
 ]
 
 
 def check_step_distribution(fn, strict=True):
     return grade("step_distribution", fn, STEP_CASES, strict)
+
+
+# The concept quiz at the end of notebook 03: the answers' hashes (grading.answer_key), never the
+# answers themselves.
+QUIZ = {
+    1: "f83191bdf319d48d",
+    2: "354caf750cc6be74",
+    3: "e56c920ad0157eeb",
+    4: "56b7f2209eb5a905",
+    5: "5da1aaf4913e1200",
+}
