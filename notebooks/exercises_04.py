@@ -1,13 +1,19 @@
-"""Automatic checks for the exercises of notebook 04: tokens per round.
+"""Automatic checks for the exercises of notebook 04: tokens per round, and the whole round.
 
 Each `check_*` runs a learner's function through a list of cases and prints one line per case
 (the `grade` loop of grading.py). A stub that still raises NotImplementedError counts as "not
-attempted yet", not as a failure.
+attempted yet", not as a failure. A failing case says what went wrong, never the expected answer.
+
+Exercise 2's check computes the exact output distribution of the learner's round: it hands the
+function a scripted stand-in for numpy's random generator and follows every path once (every
+draft token, every interval a uniform can fall in, every last token), each with its probability.
 """
+
+import itertools
 
 import numpy as np
 from grading import as_array, grade
-from toys import DRAFT_ABC, TARGET_ABC, constant_model
+from toys import DRAFT_ABC, TARGET_ABC, TableModel, bigram_pair, constant_model
 
 import specmini
 
@@ -17,10 +23,31 @@ GRID = [(alpha, k) for alpha in (0.0, 0.1, 0.35, 0.5, 0.8, 0.95, 0.999, 1.0) for
 # Exercise 1: tokens_per_round_distribution(alpha, k) -> P(a round yields n tokens), n = 1..k+1.
 
 
+def off_entries(got, want):
+    """Which entries are off, and which way: never the values they should have."""
+    bad = [
+        f"n = {n} is too {'high' if g > w else 'low'}"
+        for n, (g, w) in enumerate(zip(got, want, strict=True), 1)
+        if not np.isclose(g, w)
+    ]
+    return ", ".join(bad)
+
+
+def round_sizes(alpha, k):
+    """P(n tokens), n = 1..k+1, computed the long way: one outcome of the k tests at a time."""
+    probs = np.zeros(k + 1)
+    for tests in range(2**k):  # bit i set: draft i passes
+        passed = [(tests >> i) & 1 for i in range(k)]
+        kept = passed.index(0) if 0 in passed else k
+        probs[kept] += np.prod([alpha if p else 1 - alpha for p in passed])
+    return probs
+
+
 def worked_example(fn):
     got = as_array(fn(0.8, 2))
-    want = [0.2, 0.16, 0.64]
-    return None if got.shape == (3,) and np.allclose(got, want) else f"got {got}, expected {want}"
+    if got.shape != (3,):
+        return f"got {got.shape[0] if got.ndim == 1 else got.shape} entries, expected 3"
+    return off_entries(got, round_sizes(0.8, 2)) or None
 
 
 def length_k_plus_one(fn):
@@ -32,25 +59,24 @@ def sums_to_one(fn):
     for alpha, k in GRID:
         got = as_array(fn(alpha, k))
         if not np.isclose(got.sum(), 1) or np.any(got < 0):
-            return f"alpha {alpha}, k {k}: {got.round(4)} sums to {got.sum():.4f}"
+            return f"alpha {alpha}, k {k}: yours sums to {got.sum():.4f}, or has a negative entry"
     return None
 
 
 def mean_is_expected_tokens(fn):
     for alpha, k in GRID:
         got = as_array(fn(alpha, k))
-        mean, want = float(got @ np.arange(1, len(got) + 1)), specmini.expected_tokens(alpha, k)
-        if not np.isclose(mean, want):
-            return f"alpha {alpha}, k {k}: mean {mean:.4f} != specmini.expected_tokens {want:.4f}"
+        mean = float(got @ np.arange(1, len(got) + 1))
+        if not np.isclose(mean, specmini.expected_tokens(alpha, k)):
+            return f"alpha {alpha}, k {k}: your mean, {mean:.4f}, is not expected_tokens(alpha, k)"
     return None
 
 
 def extremes(fn):
-    never, always = as_array(fn(0.0, 3)), as_array(fn(1.0, 3))
-    if not np.allclose(never, [1, 0, 0, 0]):
-        return f"alpha = 0 (every draft rejected): got {never}, expected [1 0 0 0]"
-    if not np.allclose(always, [0, 0, 0, 1]):
-        return f"alpha = 1 (every draft accepted): got {always}, expected [0 0 0 1]"
+    for alpha, what in [(0.0, "every draft rejected"), (1.0, "every draft accepted")]:
+        off = off_entries(as_array(fn(alpha, 3)), round_sizes(alpha, 3))
+        if off:
+            return f"alpha = {alpha:g}, k = 3 ({what}): {off}"
     return None
 
 
@@ -63,13 +89,19 @@ def matches_generate(fn):
         sizes += [r.accepted + 1 for r in rounds if r.drafted == k]  # full rounds only
     freq = np.bincount(sizes, minlength=k + 2)[1:] / len(sizes)
     got = as_array(fn(0.8, k))
-    tolerance = 4 * np.sqrt(got.clip(0, 1) * (1 - got.clip(0, 1)) / len(sizes)) + 1e-9
-    ok = got.shape == freq.shape and np.all(np.abs(freq - got) <= tolerance)
-    return None if ok else f"{len(sizes)} rounds of generate: {freq.round(3)}, yours {got.round(3)}"
+    if got.shape != freq.shape:
+        return f"got {got.size} entries for k = {k}, expected k + 1"
+    error = np.sqrt(got.clip(0, 1) * (1 - got.clip(0, 1)) / len(sizes)) + 1e-9
+    z = (got - freq) / error
+    worst = int(np.argmax(np.abs(z)))
+    if abs(z[worst]) <= 4:
+        return None
+    way = "high" if z[worst] > 0 else "low"
+    return f"{len(sizes)} rounds of generate: your n = {worst + 1} is too {way} (off by > 4 s.e.)"
 
 
 ROUND_CASES = [
-    ("alpha 0.8, k 2: (0.2, 0.16, 0.64)", worked_example),
+    ("alpha 0.8, k 2", worked_example),
     ("k + 1 entries: a round yields 1 to k + 1 tokens", length_k_plus_one),
     ("a distribution: sums to 1", sums_to_one),
     ("its mean is specmini.expected_tokens", mean_is_expected_tokens),
@@ -80,3 +112,259 @@ ROUND_CASES = [
 
 def check_tokens_per_round(fn, strict=True):
     return grade("tokens_per_round_distribution", fn, ROUND_CASES, strict)
+
+
+# Exercise 2: speculative_round(target, draft, prefix, k, rng) -> the new tokens of one round.
+
+# Three tokens; row c is the next-token distribution after token c (context matters). Every
+# ratio target/draft below 1 is 1/4, 1/2 or 3/4, and some tokens are never drafted.
+ROUND_TARGET = np.array([[0.5, 0.25, 0.25], [0.375, 0.375, 0.25], [0.2, 0.2, 0.6]])
+ROUND_DRAFT = np.array([[0.25, 0.5, 0.25], [0.5, 0.5, 0.0], [0.8, 0.0, 0.2]])
+ROUND_K, ROUND_LENGTH = 2, 3  # drafts per round; tokens compared with the target's joint
+FORBID = ("generate", "autoregressive", "speculative_accept", "residual")
+
+
+def table_model(rows):
+    """A bigram TableModel whose next-token probabilities are `rows` (0 as a -1e4 logit)."""
+    return TableModel(np.stack([constant_model(row).table[0] for row in rows]))
+
+
+def cuts_of(target_rows, draft_rows):
+    """Where a uniform can change the verdict: each ratio below 1, and 1 minus it (for answers
+    that test 1 - rng.random()). Between two cuts every correct answer behaves the same."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = (target_rows / draft_rows)[draft_rows > 0]
+    ratios = ratios[ratios < 1]
+    return np.unique(np.round(np.concatenate([[0.0, 1.0], ratios, 1 - ratios]), 12))
+
+
+class Wrong(Exception):
+    """What went wrong in a learner's round, said without the expected answer."""
+
+
+class ScriptedRng:
+    """Stands in for np.random.Generator, following a script of branches: `choice` branches over
+    the tokens of nonzero probability, `random` over the intervals between the cuts (it returns
+    the middle of one). Each run records the branches taken and their probability."""
+
+    def __init__(self, script, cuts):
+        self.script, self.cuts, self.taken, self.widths, self.weight = script, cuts, [], [], 1.0
+
+    def branch(self, weights):
+        i = self.script[len(self.taken)] if len(self.taken) < len(self.script) else 0
+        self.taken.append(i)
+        self.widths.append(len(weights))
+        self.weight *= weights[i]
+        return i
+
+    def choice(self, a, size=None, replace=True, p=None, **_):
+        if size is not None:
+            raise Wrong("draw one token per call (rng.choice without size, or specmini.sample)")
+        n = int(a) if np.ndim(a) == 0 else len(a)
+        p = np.full(n, 1 / n) if p is None else np.asarray(p, dtype=np.float64)
+        if p.shape != (n,) or np.any(p < 0) or abs(p.sum() - 1) > 1e-8:
+            raise ValueError("probabilities are negative or do not sum to 1")  # as numpy's
+        support = np.flatnonzero(p)
+        token = support[self.branch(p[support])]
+        return token if np.ndim(a) == 0 else np.asarray(a)[token]
+
+    def uniform_draw(self):
+        i = self.branch(np.diff(self.cuts))
+        return (self.cuts[i] + self.cuts[i + 1]) / 2
+
+    def random(self, size=None, **_):
+        if size is None:
+            return self.uniform_draw()
+        return np.array([self.uniform_draw() for _ in range(int(np.prod(size)))]).reshape(size)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise Wrong(
+            "the check follows rng.random (uniforms) and specmini.sample or rng.choice (tokens)"
+            f" only, not rng.{name}"
+        )
+
+
+def new_tokens(fn, target, draft, prefix, k, rng):
+    """Run one round of the learner's; its tokens as a tuple of ints, or Wrong if they can't be."""
+    got = fn(target, draft, list(prefix), k, rng)
+    try:
+        tokens = tuple(int(t) for t in got)
+    except TypeError:
+        raise Wrong(f"returned {type(got).__name__}, not a list of token ids") from None
+    vocab = target.vocab_size
+    if not 1 <= len(tokens) <= k + 1:
+        raise Wrong(f"k = {k}: a round returned {len(tokens)} tokens, not 1 to k + 1")
+    if not all(0 <= t < vocab for t in tokens):
+        raise Wrong(f"a token id outside the vocabulary 0..{vocab - 1}")
+    return tokens
+
+
+def round_paths(fn, target, draft, prefix, k, cuts, most=20_000):
+    """Every path of one round of `fn`, run once each: {new tokens: exact probability}."""
+    out, scripts = {}, [()]
+    while scripts:
+        script = scripts.pop()
+        rng = ScriptedRng(script, cuts)
+        tokens = new_tokens(fn, target, draft, prefix, k, rng)
+        for depth in range(len(script), len(rng.taken)):  # new branch points: the siblings
+            scripts += [(*rng.taken[:depth], b) for b in range(1, rng.widths[depth])]
+        out[tokens] = out.get(tokens, 0.0) + rng.weight
+        most -= 1
+        if most == 0:
+            raise Wrong("more than 20,000 paths in one round: does it draw more than it needs?")
+    if not np.isclose(sum(out.values()), 1):
+        raise Wrong("the round's paths do not add up: does it use randomness other than rng?")
+    return out
+
+
+def algorithm_round(last, k):
+    """The exact outcomes of one round on the tables above, from `last`, computed (not run)."""
+    out = {}
+
+    def add(tokens, prob):
+        out[tokens] = out.get(tokens, 0.0) + prob
+
+    def walk(prev, kept, prob):
+        target, draft = ROUND_TARGET[prev], ROUND_DRAFT[prev]
+        if len(kept) == k:  # every draft passed: one more token from the target's last row
+            for y in np.flatnonzero(target):
+                add((*kept, int(y)), prob * target[y])
+            return
+        rejected = 0.0
+        for x in np.flatnonzero(draft):
+            passes = min(1.0, target[x] / draft[x])
+            walk(x, (*kept, int(x)), prob * draft[x] * passes)
+            rejected += draft[x] * (1 - passes)
+        fix = specmini.residual(target, draft)
+        for y in np.flatnonzero(fix):
+            add((*kept, int(y)), prob * rejected * fix[y])
+
+    walk(last, (), 1.0)
+    return out
+
+
+def round_models():
+    return table_model(ROUND_TARGET), table_model(ROUND_DRAFT), cuts_of(ROUND_TARGET, ROUND_DRAFT)
+
+
+def total_variation(a, b):
+    return 0.5 * sum(abs(a.get(key, 0.0) - b.get(key, 0.0)) for key in set(a) | set(b))
+
+
+def sizes_and_calls(fn):
+    for k in (1, 3, 5):
+        target, draft = bigram_pair(vocab_size=6, quality=0.7, seed=k)
+        rng, seq = np.random.default_rng(k), [0]
+        for _ in range(10):
+            target.calls = draft.calls = 0
+            try:
+                seq += new_tokens(fn, target, draft, seq, k, rng)
+            except Wrong as e:
+                return str(e)
+            if target.calls != 1:
+                return f"k = {k}: {target.calls} target calls in one round, not one"
+            if draft.calls != k:
+                return f"k = {k}: {draft.calls} draft calls in one round, not k"
+    return None
+
+
+def chained_is_the_target(fn):
+    """Rounds chained from token 0, cut to ROUND_LENGTH tokens, against the target's own joint."""
+    target, draft, cuts = round_models()
+    cache, done, frontier = {}, {}, {(): 1.0}
+    try:
+        while frontier:
+            seq, prob = frontier.popitem()
+            key = (len(seq), seq[-1] if seq else 0)  # bigram models: the last token is the context
+            if key not in cache:
+                cache[key] = round_paths(fn, target, draft, [0, *seq], ROUND_K, cuts)
+            for new, p in cache[key].items():
+                longer = (seq + new)[:ROUND_LENGTH]
+                bucket = done if len(longer) == ROUND_LENGTH else frontier
+                bucket[longer] = bucket.get(longer, 0.0) + prob * p
+    except Wrong as e:
+        return str(e)
+    want = {}
+    for seq in itertools.product(range(len(ROUND_TARGET)), repeat=ROUND_LENGTH):
+        steps = zip((0, *seq[:-1]), seq, strict=True)
+        want[seq] = np.prod([ROUND_TARGET[a, b] for a, b in steps])
+    for position in range(ROUND_LENGTH):  # the first position that is off, if one is
+        mine, its = {}, {}
+        for seq in set(done) | set(want):
+            mine[seq[position]] = mine.get(seq[position], 0.0) + done.get(seq, 0.0)
+            its[seq[position]] = its.get(seq[position], 0.0) + want.get(seq, 0.0)
+        if total_variation(mine, its) > 1e-9:
+            distance = total_variation(mine, its)
+            return f"new token {position + 1} does not follow the target (off by {distance:.3f} TV)"
+    distance = total_variation(done, want)
+    if distance > 1e-9:
+        return f"each position follows the target, but not the joint (off by {distance:.3f} TV)"
+    return None
+
+
+def one_round_outcomes(fn):
+    target, draft, cuts = round_models()
+    for last in range(len(ROUND_TARGET)):
+        try:
+            mine = round_paths(fn, target, draft, [last], ROUND_K, cuts)
+        except Wrong as e:
+            return str(e)
+        its = algorithm_round(last, ROUND_K)
+        for n in range(ROUND_K + 1, 0, -1):  # the bonus first: its absence is the common bug
+            p_mine = sum(p for seq, p in mine.items() if len(seq) == n)
+            p_its = sum(p for seq, p in its.items() if len(seq) == n)
+            if not np.isclose(p_mine, p_its):
+                way = "too likely" if p_mine > p_its else "too rare"
+                fix = f"{n - 1} kept, then a fix"
+                what = "all kept, then the bonus" if n == ROUND_K + 1 else fix
+                size = f"{n} token{'s' if n > 1 else ''}"
+                return f"after token {last}: rounds of {size} ({what}) are {way}"
+        if total_variation(mine, its) > 1e-9:
+            return f"after token {last}: right lengths, but the tokens in them are off"
+    return None
+
+
+def same_as_generate(fn):
+    for k in (1, 2, 4):
+        for seed, prompt in [(0, [0]), (1, [3, 1, 4]), (2, [5])]:
+            target, draft = bigram_pair(vocab_size=6, quality=0.7, seed=seed)
+            rng, mine = np.random.default_rng(seed), []
+            try:
+                while len(mine) < 30:
+                    mine += new_tokens(fn, target, draft, prompt + mine, k, rng)
+            except Wrong as e:
+                return str(e)
+            # A budget of 40: every round that starts before token 30 drafts all k tokens.
+            its = specmini.generate(target, draft, prompt, 40, k=k, seed=seed).tokens
+            apart = next((i for i in range(30) if mine[i] != its[i]), None)
+            if apart is not None:
+                return (
+                    f"k {k}, seed {seed}, prompt {prompt}: yours and specmini.generate part at"
+                    f" new token {apart + 1} (if your round is exact, draw from rng in the"
+                    " statement's order)"
+                )
+    return None
+
+
+SPECULATIVE_ROUND_CASES = [
+    ("1 to k + 1 token ids, k draft calls and one target call", sizes_and_calls),
+    ("exact: rounds chained give the target's joint over 3 tokens", chained_is_the_target),
+    ("exact: each outcome of one round as likely as in the algorithm", one_round_outcomes),
+    ("same tokens as specmini.generate, same seed", same_as_generate),
+]
+
+
+def check_speculative_round(fn, strict=True):
+    return grade("speculative_round", fn, SPECULATIVE_ROUND_CASES, strict, forbid=FORBID)
+
+
+# The concept quiz: answer_key hashes (grading.py), so this module shows no answer in clear.
+QUIZ = {
+    1: "040df88d61c30d70",
+    2: "8df3a99e0be789e2",
+    3: "d1c00850a8b51798",
+    4: "56b7f2209eb5a905",
+    5: "4042af303e01be24",
+}
