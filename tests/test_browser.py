@@ -44,7 +44,7 @@ NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements.t
 
 # Each notebook, the sliders a learner moves (by their description), and the screenshot to save.
 CASES = [
-    ("05_speedup_and_best_k.ipynb", ["K", "temperature"], "sliders_05.png"),
+    ("05_speedup_and_best_k.ipynb", ["K", "temperature", "c"], "sliders_05.png"),
     ("06_gpt2_tinygrad.ipynb", ["K", "temperature"], "sliders_06.png"),
 ]
 RUN_ALL_MS = 90_000  # the most a notebook may take to run top to bottom in the browser
@@ -211,8 +211,10 @@ def shown(box):
 
 
 def value(slider_):
+    """The readout and the handle's value for assistive technology. noUiSlider rounds
+    aria-valuenow to one decimal (0.15 reads 0.1), so the full value is aria-valuetext's."""
     readout = slider_.locator(".widget-readout").text_content().strip()
-    return readout, slider_.get_by_role("slider").get_attribute("aria-valuenow")
+    return readout, slider_.get_by_role("slider").get_attribute("aria-valuetext")
 
 
 def settle(page, box, timeout=SLOW_MS):
