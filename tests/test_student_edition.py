@@ -1,0 +1,306 @@
+"""The student edition, built and autograded end to end with nbgrader (issue 13).
+
+teaching/build_student_edition.py runs nbgrader's generate_assignment on the self-study notebooks.
+Here the edition is searched for every solution, then nbgrader autogrades three classes of
+submission: the course's own solutions (full marks), untouched notebooks (zero for every graded
+cell, and no crash) and one known-buggy answer (zero for that exercise only). The scores are read
+from nbgrader's gradebook. Everything happens in tmp_path: `git status` stays clean.
+"""
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+try:
+    import nbformat
+    from nbgrader.api import Gradebook
+except ImportError:  # skipped (or, under CI, failed) below with how to install it
+    Gradebook = None
+
+REPO = Path(__file__).resolve().parent.parent
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+NO_NBGRADER = "nbgrader is missing: pip install -r requirements-teach.txt (the teachers' tools)"
+
+_spec = importlib.util.spec_from_file_location(
+    "build_student_edition", REPO / "teaching" / "build_student_edition.py"
+)
+edition_tools = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(edition_tools)
+ASSIGNMENT = edition_tools.ASSIGNMENT
+
+SELF_STUDY = sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb"))
+MUST_BE_GRADED = [name for name in SELF_STUDY if name[:2] in {"01", "02", "03", "04", "05", "06"}]
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+# What autograding costs. nbgrader executes each submitted notebook top to bottom, so every
+# submission costs the notebook's full run (COST, in seconds, measured on the 2-core AMD EPYC,
+# nbgrader's own start included). To stay within a few minutes:
+# - full marks are checked on every notebook: the course's solutions must pass their graded
+#   checks in the student edition too, where the self-study cells are gone, from nbgrader's
+#   folders (a later cell that needed a self-study cell, or a path that works only from
+#   notebooks/, shows up here and nowhere else);
+# - the untouched copy (zero everywhere, no crash) runs on the light notebooks only: every
+#   check goes through the same grading.grade and check_quiz, so the heavy ones add time but
+#   little proof;
+# - one buggy answer, on notebook 02 (light);
+# - the submissions are split over two copies of the course directory (each its own gradebook)
+#   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
+COST = {"01": 8, "02": 12, "03": 20, "04": 12, "05": 10, "06": 50, "07": 100}
+HEAVY = {"06", "07"}  # left out of the untouched run
+
+# Known-buggy answers, each in a submission of its own: (notebook, answer cell, its graded check,
+# the answer). Notebook 02 shows its checks rejecting this bug (the ratio upside down); an answer
+# that calls specmini.speculative_accept is rejected by the same check, as 02 shows too.
+BUGGY = {
+    "swapped": (
+        "02_rejection_sampling",
+        "ex2_answer",
+        "ex2_check",
+        """
+def speculative_accept(draft_tokens, target_probs, draft_probs, uniforms):
+    accepted = []
+    for i, token in enumerate(draft_tokens):
+        if uniforms[i] > min(1.0, draft_probs[i][token] / target_probs[i][token]):  # upside down
+            break
+        accepted.append(int(token))
+    return accepted
+""",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def nbgrader_available():
+    if Gradebook is None:
+        if CI:
+            pytest.fail(NO_NBGRADER)
+        pytest.skip(NO_NBGRADER)
+
+
+def answer_cells(nb):
+    """The notebook's solution cells (nbgrader's answer cells), by grade_id."""
+    return {
+        cell.metadata.nbgrader.grade_id: cell
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+def graded_cells(nb):
+    return {
+        cell.metadata.nbgrader.grade_id: cell.metadata.nbgrader.points
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
+def read_notebook(path):
+    return nbformat.read(path, as_version=4)
+
+
+def self_study(name):
+    """A notebook of the course, as in notebooks/."""
+    return read_notebook(REPO / "notebooks" / f"{name}.ipynb")
+
+
+def solution_blocks(source):
+    """The text between each pair of solution markers in a cell's source."""
+    pattern = re.escape(BEGIN) + r"[^\n]*\n(.*?)^[ \t]*" + re.escape(END)
+    return re.findall(pattern, source, flags=re.S | re.M)
+
+
+def without_markers(source):
+    """A solution cell as a learner who got it right would write it."""
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
+
+
+def normalized(text):
+    return " ".join(text.split())
+
+
+def searchable_text(path):
+    """A file's text, as it would be searched: a notebook's cells and outputs as written."""
+    raw = path.read_bytes().decode("utf-8", errors="ignore")
+    if path.suffix != ".ipynb":
+        return normalized(raw)
+    nb = json.loads(raw)
+    parts = [raw]
+    for cell in nb["cells"]:
+        parts.append("".join(cell["source"]))
+        for out in cell.get("outputs", []):
+            parts.append(json.dumps(out))
+            parts += ["".join(v) for v in out.get("data", {}).values() if isinstance(v, list)]
+            parts.append("".join(out.get("text", "")))
+    return normalized("\n".join(parts))
+
+
+@pytest.fixture(scope="module")
+def built(nbgrader_available, tmp_path_factory):
+    """The nbgrader course directory (its gradebook knows the assignment) and the edition."""
+    tmp = tmp_path_factory.mktemp("student-edition")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", edition_tools.tool_path())  # nbgrader's gradebook runs `alembic`
+        course = tmp / "course"
+        edition_tools.make_course(course)
+        edition = edition_tools.assemble(edition_tools.generate(course), tmp / "edition")
+        yield course, edition
+
+
+def test_every_notebook_has_graded_cells():
+    """Each notebook 01-06 has at least one exercise or quiz worth points (nbgrader metadata)."""
+    missing = [name for name in MUST_BE_GRADED if not graded_cells(self_study(name))]
+    assert not missing, f"notebooks without a graded cell (issue 13 marks): {missing}"
+
+
+def test_solution_cells_use_markers():
+    """Every answer cell keeps its solution between the markers, so that nbgrader keeps the
+    definition and replaces only the body."""
+    unmarked = []
+    for name in SELF_STUDY:
+        for grade_id, cell in answer_cells(self_study(name)).items():
+            if not solution_blocks(cell.source):
+                unmarked.append(f"{name}: {grade_id}")
+    assert not unmarked, f"solution cells without ### BEGIN/END SOLUTION: {unmarked}"
+
+
+def test_the_edition_has_every_notebook_and_what_they_import(built):
+    _, edition = built
+    notebooks = edition / "notebooks"
+    assert sorted(p.stem for p in notebooks.glob("*.ipynb")) == SELF_STUDY
+    modules = sorted(p.name for p in (REPO / "notebooks").glob("*.py"))
+    assert sorted(p.name for p in notebooks.glob("*.py")) == modules
+    for name in ["specmini/__init__.py", "models", "figures", "requirements.txt", "pyproject.toml"]:
+        assert (edition / name).exists(), f"the edition lacks {name}"
+    assert "jupyter lab" in (edition / "README.md").read_text()
+
+
+def test_the_edition_holds_no_solution(built):
+    """No solution body, whitespace aside, appears in any file of the edition; no cell tagged
+    self-study survives; every answer cell is nbgrader's stub."""
+    _, edition = built
+    solutions = {}
+    for name in SELF_STUDY:
+        for grade_id, cell in answer_cells(self_study(name)).items():
+            for block in solution_blocks(cell.source):
+                if normalized(block):
+                    solutions[f"{name} {grade_id}"] = normalized(block)
+    assert solutions, "no solution found in the self-study notebooks"
+    files = [p for p in sorted(edition.rglob("*")) if p.is_file()]
+    leaks = [
+        f"{where} in {path.relative_to(edition)}"
+        for path in files
+        for where, body in solutions.items()
+        if body in searchable_text(path)
+    ]
+    assert not leaks, f"solutions found in the student edition: {leaks}"
+
+    for path in sorted((edition / "notebooks").glob("*.ipynb")):
+        nb = read_notebook(path)
+        tagged = [
+            i for i, cell in enumerate(nb.cells) if "self-study" in cell.metadata.get("tags", [])
+        ]
+        assert not tagged, f"{path.name}: cells tagged self-study survive: {tagged}"
+        for grade_id, cell in answer_cells(nb).items():
+            assert "raise NotImplementedError()" in cell.source, (
+                f"{path.name} {grade_id}: {cell.source}"
+            )
+            assert not cell.metadata.get("jupyter", {}).get("source_hidden"), (
+                f"{path.name} {grade_id}: the answer cell is collapsed in the student edition"
+            )
+        assert not any(cell.get("outputs") for cell in nb.cells), f"{path.name} keeps outputs"
+
+
+def submit(course, edition, student, name, answers=None):
+    """Put the released notebook `name` in submitted/<student>/specmini/, with the answer cells
+    named in `answers` (grade_id -> source) replaced."""
+    nb = read_notebook(edition / "notebooks" / f"{name}.ipynb")
+    for grade_id, source in (answers or {}).items():
+        answer_cells(nb)[grade_id].source = source
+    folder = course / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{name}.ipynb")
+
+
+def course_solutions(name):
+    """The course's solutions of notebook `name`, without the markers, by answer cell."""
+    nb = self_study(name)
+    return {grade_id: without_markers(cell.source) for grade_id, cell in answer_cells(nb).items()}
+
+
+def scores(graded, student, name):
+    """grade_id -> (score, max_score) for a student's notebook, from nbgrader's gradebook."""
+    course = graded[student, name]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        notebook = gb.find_submission_notebook(name, ASSIGNMENT, student)
+        return {grade.name: (grade.score, grade.max_score) for grade in notebook.grades}
+
+
+def autograde(course, edition, submissions, workers):
+    """Autograde `submissions` ((student, notebook) -> answers) split over `workers` copies of
+    the course directory at once, the costliest first (longest processing time first);
+    returns (student, notebook) -> the course directory that graded it, and the logs."""
+    courses = [course] + [course.with_name(f"{course.name}-{i}") for i in range(1, workers)]
+    for extra in courses[1:]:
+        shutil.copytree(course, extra)  # the generated assignment and its gradebook
+    load = [0] * workers
+    graded = {}
+    for (student, name), answers in sorted(
+        submissions.items(), key=lambda item: -COST.get(item[0][1][:2], 20)
+    ):
+        worker = load.index(min(load))
+        load[worker] += COST.get(name[:2], 20)
+        submit(courses[worker], edition, student, name, answers)
+        graded[student, name] = courses[worker]
+    used = [c for c in courses if (c / "submitted").exists()]
+    running = [edition_tools.start_nbgrader(c, "autograde", ASSIGNMENT, "--force") for c in used]
+    logs = "\n".join(edition_tools.finish(process) for process in running)
+    return graded, logs
+
+
+@pytest.fixture(scope="module")
+def autograded(built):
+    """Three kinds of submission, autograded by nbgrader; returns where each was graded."""
+    course, edition = built
+    light = [name for name in SELF_STUDY if name[:2] not in HEAVY]
+    submissions = {("solutions", name): course_solutions(name) for name in SELF_STUDY}
+    submissions.update({("untouched", name): {} for name in light})
+    for student, (name, answer_id, _, answer) in BUGGY.items():
+        submissions[student, name] = dict(course_solutions(name), **{answer_id: answer.strip()})
+    graded, log = autograde(course, edition, submissions, workers=min(2, os.cpu_count() or 1))
+    return graded, light, log
+
+
+def test_the_course_solutions_get_full_marks(autograded):
+    graded, _, log = autograded
+    for name in SELF_STUDY:
+        got = scores(graded, "solutions", name)
+        lost = {cell: s for cell, s in got.items() if s[0] != s[1]}
+        assert not lost, f"{name}: the course's solutions lose points {lost}\n{log[-3000:]}"
+
+
+def test_untouched_notebooks_score_zero(autograded):
+    graded, light, log = autograded
+    for name in light:
+        got = scores(graded, "untouched", name)
+        scored = {cell: s for cell, s in got.items() if s[0] != 0}
+        assert not scored, f"{name}: an untouched notebook scores {scored}\n{log[-3000:]}"
+    # autograding ran through: every untouched notebook came back executed, with its outputs
+    for name in light:
+        course = graded["untouched", name]
+        nb = read_notebook(course / "autograded" / "untouched" / ASSIGNMENT / f"{name}.ipynb")
+        assert any(cell.get("outputs") for cell in nb.cells), f"{name} was not executed"
+
+
+@pytest.mark.parametrize("student", sorted(BUGGY))
+def test_a_buggy_answer_scores_zero_on_its_exercise_only(autograded, student):
+    graded, _, log = autograded
+    name, _, check_id, _ = BUGGY[student]
+    got = scores(graded, student, name)
+    assert got[check_id][0] == 0, f"{student}: {check_id} scores {got[check_id]}"
+    others = {cell: s for cell, s in got.items() if cell != check_id and s[0] != s[1]}
+    assert not others, f"{student}: other cells of {name} lose points {others}\n{log[-3000:]}"
