@@ -1,0 +1,111 @@
+"""Automatic checks for the exercise of notebook 07 (going further): the attention mask of a
+token tree.
+
+`check_tree_mask` runs a learner's function through a list of cases with `grading.grade`: one
+line per case, and a stub that still raises NotImplementedError counts as "not attempted yet".
+"""
+
+import numpy as np
+from going_further import TokenTree
+from grading import grade
+
+# Exercise: tree_mask(parents) -> bool array (n, n), True where node i may attend to node j.
+# parents[i] is the node before node i, -1 for a node right after the text (the root's
+# children); every parent comes before its children.
+
+TREES = {
+    "one node": [-1],
+    "a chain of 4": [-1, 0, 1, 2],
+    "three siblings": [-1, -1, -1],
+    "2 children each, 2 levels": [-1, -1, 0, 0, 1, 1],
+    "an uneven tree": [-1, 0, 0, 1, -1, 4, 3, 2],
+}
+
+
+def as_mask(fn, parents):
+    return np.asarray(fn(list(parents))).astype(bool)
+
+
+def right_shape(fn):
+    for name, parents in TREES.items():
+        got = np.shape(fn(list(parents)))
+        if got != (len(parents),) * 2:
+            return f"{name}: shape {got}, expected {(len(parents),) * 2}"
+    return None
+
+
+def chain_is_causal(fn):
+    got = as_mask(fn, TREES["a chain of 4"])
+    ok = np.array_equal(got, np.tril(np.ones((4, 4), bool)))
+    return None if ok else "a chain (no branching) must give the causal mask of notebook 06"
+
+
+def sees_itself(fn):
+    for name, parents in TREES.items():
+        if not np.diag(as_mask(fn, parents)).all():
+            return f"{name}: some node cannot see itself"
+    return None
+
+
+def siblings_apart(fn):
+    for name, parents in TREES.items():
+        mask = as_mask(fn, parents)
+        for i, a in enumerate(parents):
+            for j, b in enumerate(parents):
+                if i != j and a == b and mask[i, j]:
+                    return f"{name}: node {i} sees node {j}, another child of the same parent"
+    return None
+
+
+def parent_plus_itself(fn):
+    """Row i must be the parent's row with node i added (a root child: node i alone)."""
+    for name, parents in TREES.items():
+        mask = as_mask(fn, parents)
+        for i, parent in enumerate(parents):
+            want = mask[parent].copy() if parent >= 0 else np.zeros(len(parents), bool)
+            want[i] = True
+            if not np.array_equal(mask[i], want):
+                return f"{name}: node {i} does not see exactly what its parent sees, plus itself"
+    return None
+
+
+def one_pass_per_branch(model, prefix):
+    """The numpy GPT-2: one tree pass with the learner's mask against one pass per branch."""
+
+    def case(fn):
+        for name, parents in TREES.items():
+            tree = TokenTree()
+            for i, parent in enumerate(parents):
+                tree.add(ord("abcdefgh"[i]), parent)  # any tokens will do
+            rows = model.tree_logits(prefix, tree, as_mask(fn, parents))
+            for branch in tree.branches():
+                tokens = [tree.tokens[i] for i in branch]
+                alone = model(list(prefix) + tokens, len(prefix) - 1)  # the root's row, then each
+                if not np.allclose(rows[[0] + [i + 1 for i in branch]], alone, atol=1e-9):
+                    return f"{name}: the branch through nodes {branch} gets other rows"
+        return None
+
+    return case
+
+
+def check_tree_mask(fn, model, prefix, strict=True):
+    cases = [
+        ("shape (n, n)", right_shape),
+        ("a chain is the causal mask", chain_is_causal),
+        ("every node sees itself", sees_itself),
+        ("siblings never see each other", siblings_apart),
+        ("each node sees what its parent sees, plus itself", parent_plus_itself),
+        ("the offline target: one tree pass = one pass per branch",
+         one_pass_per_branch(model, prefix)),
+    ]  # fmt: skip
+    return grade("tree_mask", fn, cases, strict)
+
+
+# The quiz at the end of the notebook: answers as grading.answer_key hashes.
+QUIZ = {
+    1: "8df3a99e0be789e2",
+    2: "6546d10536a15814",
+    3: "80e9c5a6d13eecc5",
+    4: "56b7f2209eb5a905",
+    5: "8c3b0dfb7693637f",
+}
