@@ -1,7 +1,9 @@
-"""Automatic checks for the exercises of notebook 06: the verification mask, a greedy round.
+"""Automatic checks for the exercises of notebook 06: the verification mask, a greedy round;
+and the key of its quiz.
 
 Each `check_*` runs a learner's function through a list of cases with `grading.grade`: one
 line per case, and a stub that still raises NotImplementedError counts as "not attempted yet".
+A failed case says what went wrong, never the expected answer.
 """
 
 import numpy as np
@@ -24,7 +26,9 @@ def right_shape(fn):
     for start, new in SIZES:
         got = np.shape(fn(start, new))
         if got != (new, start + new):
-            return f"start {start}, new {new}: shape {got}, expected {(new, start + new)}"
+            return (
+                f"start {start}, new {new}: shape {got}; want a row per new token, a column per key"
+            )
     return None
 
 
@@ -58,11 +62,12 @@ MASK_CASES = [
 
 
 def check_verification_mask(fn, strict=True):
-    return grade("verification_mask", fn, MASK_CASES, strict)
+    return grade("verification_mask", fn, MASK_CASES, strict)  # no specmini function to forbid
 
 
 # Exercise 2: greedy_round(target, tokens, drafted) -> the new tokens of one greedy round: the
 # drafts up to the first one the target disagrees with, then the target's own token.
+ROUND_FORBID = ("generate", "autoregressive", "speculative_accept")  # write the round yourself
 
 
 class CountingModel:
@@ -84,15 +89,40 @@ def greedy_drafts(draft, tokens, k):
     return drafted
 
 
-def one_round(fn, target, draft, tokens, k):
-    """fn's new tokens from `tokens`, and None if they equal specmini.generate's first round."""
+def what_is_wrong(got, want, k):
+    """A failed round described without its right answer."""
+    if len(got) < len(want) and got == want[: len(got)]:
+        if len(got) == k:
+            return "the round stops after its K accepted drafts: the target's call gives one more"
+        return (
+            "the round stops short: it must end with the target's own token after the kept drafts"
+        )
+    if len(got) > len(want) and got[: len(want)] == want:
+        return (
+            "too many tokens: a draft the target disagrees with was kept, or tokens came after it"
+        )
+    i = next(i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b)
+    return (
+        f"new token {i} is not the target's greedy choice there (a rejected draft kept, or the "
+        "wrong row: row j scores the token that follows tokens[:start + j + 1])"
+    )
+
+
+def one_round(fn, target, draft, tokens, k, want):
+    """fn's new tokens from `tokens`, and None if they are `want`, else what went wrong."""
     calls = CountingModel(target)
     got = [int(t) for t in fn(calls, list(tokens), greedy_drafts(draft, list(tokens), k))]
     if calls.calls != 1:
         return got, f"after {len(tokens)} tokens: {calls.calls} target calls, expected 1"
+    return got, None if got == want else f"after {len(tokens)} tokens, K = {k}: " + what_is_wrong(
+        got, want, k
+    )
+
+
+def first_round(target, draft, tokens, k):
+    """The new tokens of specmini.generate's first greedy round from `tokens`."""
     expected = specmini.generate(target, draft, tokens, k + 1, k=k, temperature=0)
-    want = expected.tokens[: expected.rounds[0].accepted + 1]
-    return got, None if got == want else f"from {tokens[-3:]}, K = {k}: got {got}, want {want}"
+    return expected.tokens[: expected.rounds[0].accepted + 1]
 
 
 def toy_rounds(fn):
@@ -100,29 +130,55 @@ def toy_rounds(fn):
     target, draft = bigram_pair(vocab_size=6, quality=0.5, seed=0)
     for start in range(6):
         for k in (1, 2, 3):
-            problem = one_round(fn, target, draft, [start], k)[1]
+            problem = one_round(
+                fn, target, draft, [start], k, first_round(target, draft, [start], k)
+            )[1]
             if problem:
                 return problem
     return None
 
 
-def rounds_in_a_row(target, draft, prompt, k, rounds):
+def every_round_of(target, draft, prompt, k, new_tokens):
+    """A case: fn replays each round of specmini's greedy generation of `new_tokens` from
+    `prompt`, from that round's own start. Greedy, so the rounds are fixed: corrections and bonus
+    rounds both (a round without its bonus token fails here, on these models too)."""
+
     def case(fn):
-        tokens = list(prompt)
-        for _ in range(rounds):
-            got, problem = one_round(fn, target, draft, tokens, k)
+        reference = specmini.generate(target, draft, prompt, new_tokens, k=k, temperature=0)
+        done = 0
+        for r in reference.rounds:
+            if r.drafted < k:  # the budget's last round drafts fewer
+                break
+            want = reference.tokens[done : done + r.accepted + 1]
+            problem = one_round(fn, target, draft, list(prompt) + reference.tokens[:done], k, want)[
+                1
+            ]
             if problem:
                 return problem
-            tokens += got
+            done += len(want)
         return None
 
     return case
 
 
-def check_greedy_round(fn, target, draft, prompt, k=4, strict=True):
-    cases = [
+def greedy_round_cases(target, draft, prompt, k=4, new_tokens=48):
+    return [
         ("toy bigram models: a round from each token, K = 1, 2, 3", toy_rounds),
-        (f"the notebook's models: 6 rounds in a row, K = {k}",
-         rounds_in_a_row(target, draft, prompt, k, 6)),
+        (f"the notebook's models: every round of a {new_tokens}-token greedy text, K = {k}",
+         every_round_of(target, draft, prompt, k, new_tokens)),
     ]  # fmt: skip
-    return grade("greedy_round", fn, cases, strict)
+
+
+def check_greedy_round(fn, target, draft, prompt, k=4, strict=True):
+    cases = greedy_round_cases(target, draft, prompt, k)
+    return grade("greedy_round", fn, cases, strict, forbid=ROUND_FORBID)
+
+
+# The quiz of notebook 06: grading.answer_key of each answer (the answers are not in this file).
+QUIZ = {
+    1: "a17f00d0da0c0ea5",
+    2: "a241f4557a096600",
+    3: "56b7f2209eb5a905",
+    4: "5da1aaf4913e1200",
+    5: "8c3b0dfb7693637f",
+}

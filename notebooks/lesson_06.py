@@ -1,0 +1,349 @@
+"""The longer code of notebook 06 (GPT-2 in tinygrad): loading the models, the greedy-identity
+check, acceptance measured along a text, the timers, the live view behind the sliders and the
+offline pair's training record. The notebook shows the calls and what they print. No exercise
+solution lives here."""
+
+import ast
+import json
+import time
+from pathlib import Path
+
+import gpt2
+import ipywidgets as widgets
+import numpy as np
+from IPython.display import display
+from toys import show_rounds
+
+import specmini
+
+# ---------- the models ----------
+
+
+def load_pair(models, on_gpu, offline_dir):
+    """(target, draft, tokenizer, name). models: "auto" = real GPT-2 when its weights can be had
+    (downloaded or cached), the offline pair otherwise; "gpt2" = real GPT-2 or an error;
+    "offline" = never use the network."""
+    if models != "offline":
+        try:
+            tokenizer = gpt2.gpt2_tokenizer()  # tiktoken's GPT-2 BPE
+            target_name = "gpt2-xl" if on_gpu else "gpt2-medium"
+            target = gpt2.load(target_name, half=on_gpu)  # fp16 on a GPU: half the memory, faster
+            return target, gpt2.load("gpt2", half=on_gpu), tokenizer, f"{target_name} + gpt2"
+        except ConnectionError:
+            if models == "gpt2":
+                raise
+            print("GPT-2's files could not be downloaded (offline?): using the offline pair.")
+    target, draft = (
+        gpt2.load(Path(offline_dir) / "pytarget"),
+        gpt2.load(Path(offline_dir) / "pydraft"),
+    )
+    return target, draft, gpt2.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
+
+
+def n_params(model):
+    """Parameters as the files count them (the padded vocabulary rows excluded)."""
+    return sum(int(np.prod(t.shape)) for t in gpt2.hf_state_dict(model).values())
+
+
+def gpt2_params(n_layer, n_embd, vocab_size=50257, n_positions=1024):
+    """GPT-2's parameter count from its shape: embeddings, blocks (attention 4 d^2 + 4 d, MLP
+    8 d^2 + 5 d, two LayerNorms 4 d), the final LayerNorm; the head is tied to the embedding."""
+    per_block = 12 * n_embd**2 + 13 * n_embd
+    return (vocab_size + n_positions) * n_embd + n_layer * per_block + 2 * n_embd
+
+
+# ---------- greedy identity, within the numbers' rounding ----------
+
+# A logit gap below this fraction of the row's largest |logit| is a near-tie that rounding can
+# flip: fp16 keeps 11 significant bits (2^-11 = 5e-4 per operation), and a logit sums thousands
+# of products over dozens of layers; fp32 keeps 24 (6e-8), so 1e-4 leaves a wide margin.
+RELATIVE_TOLERANCE = {"fp16": 1e-2, "fp32": 1e-4}
+
+
+def first_difference(a, b):
+    """The first index where two token lists differ (a shorter list differs where it ends)."""
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return None if i == len(a) == len(b) else i
+
+
+def greedy_identity(target, prompt, speculative, plain, tolerance, decode=str):
+    """Compare a speculative greedy output with the target-only one, token for token.
+
+    Passes if they are identical, or if they first differ where the target's two best tokens are
+    a near-tie (their logit gap at most `tolerance` times the row's largest |logit|, at least 1)
+    and the two outputs took exactly those two tokens: rounding may flip such a tie, and the texts
+    then part ways. Any other difference is a wrong token. Prints the verdict; returns a dict."""
+    target.reset()  # the target's logits behind each token of `plain`, from one fresh pass
+    rows = np.asarray(target(list(prompt) + list(plain), len(prompt) - 1)[:-1], dtype=np.float64)
+    top2 = np.argsort(-rows, axis=-1)[:, :2]
+    gaps = np.take_along_axis(rows, top2, -1) @ np.array([1.0, -1.0])
+    limits = tolerance * np.maximum(1.0, np.abs(rows).max(-1))
+    i = first_difference(speculative, plain)
+    if i is None:
+        j = int(np.argmin(gaps / limits))
+        print(f"identical: all {len(plain)} tokens; closest call at new token {j}: top-2 logit gap "
+              f"{gaps[j]:.3g} (near-tie limit {limits[j]:.2g})")  # fmt: skip
+        return dict(passed=True, identical=True, at=None, gap=None, limit=None)
+    if i == min(len(speculative), len(plain)):  # one output is a prefix of the other
+        print(f"one output stops after {i} tokens, the other goes on")
+        return dict(passed=False, identical=False, at=i, gap=None, limit=None)
+    tied = gaps[i] <= limits[i] and {speculative[i], plain[i]} == {int(t) for t in top2[i]}
+    ours, theirs = decode(speculative[i]), decode(plain[i])
+    print(f"first difference at new token {i}: speculative {ours!r}, target-only {theirs!r}")
+    print(f"the target's top-2 logit gap there: {gaps[i]:.3g} (near-tie limit {limits[i]:.2g})")
+    print("a near-tie flipped by rounding: both are the target's greedy text" if tied
+          else "not a near-tie: a wrong token")  # fmt: skip
+    return dict(
+        passed=bool(tied), identical=False, at=i, gap=float(gaps[i]), limit=float(limits[i])
+    )
+
+
+class KeepsFirstDraft:
+    """A deliberately broken target for specmini: in every verification pass the row that tests
+    the first draft is changed to agree with it, so each round keeps its first draft without the
+    target's check. Only for showing that the identity check can fail."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, tokens, start):
+        rows = np.array(self.target(tokens, start))
+        if len(rows) > 1:  # a verification pass: row 0 scores the first draft, tokens[start + 1]
+            rows[0, tokens[start + 1]] = rows[0].max() + 1.0
+        return rows
+
+
+# ---------- acceptance ----------
+
+
+def accept_tests(generation):
+    """(accept tests passed, accept tests run): drafts after a rejection are never tested."""
+    passed = sum(r.accepted for r in generation.rounds)
+    return passed, passed + sum(r.ended_with == "correction" for r in generation.rounds)
+
+
+def acceptance(target, draft, prompt, temperature, new_tokens, k, seed=0):
+    """Generate speculatively; measure the accept tests that passed, and alpha computed from both
+    models' full distributions at every position of the generated text."""
+    g = specmini.generate(
+        target, draft, prompt, new_tokens, k=k, temperature=temperature, seed=seed
+    )
+    passed, tests = accept_tests(g)
+    text = list(prompt) + g.tokens
+    target.reset(), draft.reset()
+    t = specmini.probabilities(target(text, len(prompt) - 1)[:-1], temperature)
+    d = specmini.probabilities(draft(text, len(prompt) - 1)[:-1], temperature)
+    return dict(
+        generation=g,
+        passed=passed,
+        tests=tests,
+        rate=passed / tests,
+        alpha=float(specmini.acceptance_rate(t, d).mean()),
+        per_call=len(g.tokens) / len(g.rounds),
+    )
+
+
+# Two held-out texts for the offline pair, written for this notebook (neither is in the Python
+# standard library the pair was trained on): Python code, and English prose of about equal length.
+CODE_TEXT = '''def moving_average(values, width):
+    """Return the mean of each run of `width` values in a row."""
+    if width <= 0:
+        raise ValueError("width must be positive")
+    result = []
+    total = 0
+    for i, value in enumerate(values):
+        total += value
+        if i >= width:
+            total -= values[i - width]
+        if i >= width - 1:
+            result.append(total / width)
+    return result
+
+
+class Tally:
+    def __init__(self):
+        self.counts = {}
+
+    def add(self, key):
+        self.counts[key] = self.counts.get(key, 0) + 1
+        return self.counts[key]
+'''
+PROSE_TEXT = (
+    "On the first cold morning of autumn the river was hidden under a low white fog, and the only "
+    "sound was the slow creak of a boat somewhere near the far bank. My grandmother walked ahead "
+    "of me with her hands in her pockets, stopping now and then to point at a heron or at an apple "
+    "that had fallen into the grass. She said that every year the water forgot the summer a little "
+    "sooner, and that this was why old people liked to get up early: to see the fog before it, "
+    "too, was gone. We walked as far as the old mill and back, and neither of us said much more."
+)
+
+
+def is_python(text):
+    """True if `text` parses as Python source."""
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
+
+
+def along_text(target, draft, tokens, window=64):
+    """Both models read `tokens` itself (not text they generate). For every position p, with up
+    to `window` to 2 * window - 1 tokens of context: alpha = sum(min(target, draft)) of their
+    distributions of token p + 1 at temperature 1 and 0, and the target's log-probability of the
+    real token p + 1. One row per position, len(tokens) - 1 in all."""
+    alphas = {1.0: [], 0.0: []}
+    logprobs = []
+    for w in range(0, len(tokens) - 1, window):
+        lo, end = max(0, w - window), min(w + window, len(tokens) - 1)
+        context = tokens[lo:end]  # row j scores token w + j + 1
+        target.reset(), draft.reset()
+        t, d = target(context, w - lo), draft(context, w - lo)
+        for temperature, rows in alphas.items():
+            probs = [specmini.probabilities(x, temperature) for x in (t, d)]
+            rows.append(specmini.acceptance_rate(*probs))
+        logp = t - t.max(-1, keepdims=True)
+        logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+        logprobs.append(logp[np.arange(end - w), tokens[w + 1 : end + 1]])
+    alphas = {temperature: np.concatenate(rows) for temperature, rows in alphas.items()}
+    return alphas, np.concatenate(logprobs)
+
+
+def from_prompts_in(target, draft, tokens, k, new_tokens=16, prompt_len=64, temperature=1.0):
+    """Speculative sampling from prompts cut out of `tokens` (the `prompt_len` tokens before each
+    multiple of prompt_len): accept tests passed and run, tokens and target calls."""
+    passed = tests = made = calls = 0
+    ends = range(prompt_len, len(tokens) - new_tokens + 1, prompt_len)
+    for end in ends:
+        g = specmini.generate(target, draft, tokens[end - prompt_len : end], new_tokens, k=k,
+                              temperature=temperature, seed=end)  # fmt: skip
+        p, t = accept_tests(g)
+        passed, tests, made, calls = (
+            passed + p,
+            tests + t,
+            made + len(g.tokens),
+            calls + len(g.rounds),
+        )
+    return dict(rate=passed / tests, per_call=made / calls, prompts=len(ends))
+
+
+def text_acceptance(target, draft, texts, encode, k):
+    """For each named text: alpha along it at temperature 1 and 0, the target's loss on it, the
+    tokens per call the formula expects from alpha, and what sampling from its prompts gave."""
+    rows = {}
+    for name, text in texts.items():
+        tokens = encode(text)
+        alphas, logp = along_text(target, draft, tokens)
+        rows[name] = dict(
+            tokens=len(tokens),
+            positions=len(alphas[1.0]),
+            loss=float(-logp.mean()),
+            alpha=float(alphas[1.0].mean()),
+            alpha_greedy=float(alphas[0.0].mean()),
+            expected=specmini.expected_tokens(float(alphas[1.0].mean()), k),
+            **from_prompts_in(target, draft, tokens, k),
+        )
+    head = "bytes  target loss  alpha T=1  alpha T=0  E[tokens] | sampled: accepted  tokens/call"
+    print(" " * 6 + head)
+    for name, r in rows.items():
+        measured = f"{r['alpha']:9.3f}  {r['alpha_greedy']:9.3f}  {r['expected']:9.2f}"
+        sampled = f"{r['rate']:17.3f}  {r['per_call']:11.2f}"
+        print(f"{name:6}{r['tokens']:5}  {r['loss']:11.3f}  {measured} | {sampled}")
+    return rows
+
+
+# ---------- timings ----------
+
+
+def fastest_ms(calls, repeat=20):
+    """The fastest of `repeat` timings of each of `calls` (a dict name -> function), in ms. The
+    calls take turns, so that whatever else the machine does weighs on all of them alike; the
+    fastest, because other processes can only add time. Each is called once first (compiling)."""
+    times = {name: [] for name in calls}
+    for fn in calls.values():
+        fn()
+    for _ in range(repeat):
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: 1000 * min(t) for name, t in times.items()}
+
+
+def step_costs(target, draft, text, at, ks):
+    """A draft step and a target step (one new token at position `at` against a warm cache), in
+    ms, and v_K: a target pass over K + 1 new tokens, in target steps, for each K in ks."""
+    calls = {
+        "draft": lambda: draft(text[: at + 1], at),
+        "target": lambda: target(text[: at + 1], at),
+    }
+    calls.update({k: (lambda k=k: target(text[: at + k + 1], at)) for k in ks})
+    ms = fastest_ms(calls)
+    return ms["draft"], ms["target"], {k: ms[k] / ms["target"] for k in ks}
+
+
+def tokens_per_second(runs, models, repeat=3):
+    """Tokens per second of each of `runs` (a dict name -> a function returning a Generation):
+    the fastest of `repeat` runs, each from empty caches, the runs taking turns."""
+    best = {}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            for model in models:
+                model.reset()
+            t0 = time.perf_counter()
+            g = run()
+            rate = len(g.tokens) / (time.perf_counter() - t0)
+            best[name] = max(best.get(name, 0.0), rate)
+    return best
+
+
+# ---------- the live view ----------
+
+
+def live_generation(target, draft, prompt, decode, K, temperature, new_tokens=48):
+    """Decode `new_tokens` speculatively, colour them, and say how the accept tests went."""
+    gpt2.check_fits(target, prompt, new_tokens)
+    g = specmini.generate(target, draft, prompt, new_tokens, k=K, temperature=temperature, seed=0)
+    display(show_rounds(g, decode=decode))
+    passed, tests = accept_tests(g)
+    print(
+        f"K = {K}, temperature = {temperature:.1f}: {passed} of {tests} accept tests passed, "
+        f"{len(g.tokens)} tokens in {len(g.rounds)} target calls "
+        f"({len(g.tokens) / len(g.rounds):.2f} per call)"
+    )
+    return g
+
+
+def sliders(live, k=4, temperature=0.8):
+    """K and temperature sliders driving live(K=..., temperature=...)."""
+    style = {"description_width": "initial"}
+    common = dict(continuous_update=False, style=style)
+    controls = {
+        "K": widgets.IntSlider(value=k, min=1, max=8, description="K", **common),
+        "temperature": widgets.FloatSlider(
+            value=temperature, min=0.0, max=2.0, step=0.1, description="temperature", **common
+        ),
+    }
+    row = widgets.HBox(list(controls.values()))
+    return widgets.VBox([row, widgets.interactive_output(live, controls)])
+
+
+# ---------- the offline pair's record ----------
+
+
+def training_summary(offline_dir):
+    """What models/*/training.json records: size, shape, bytes seen, losses, the corpus."""
+    for name in ("pytarget", "pydraft"):
+        record = json.loads((Path(offline_dir) / name / "training.json").read_text())
+        size = (Path(offline_dir) / name / "model.safetensors").stat().st_size / 2**20
+        losses, cfg, tr = record["final_losses_nats_per_byte"], record["config"], record["training"]
+        print(
+            f"{name:9} {record['parameters']:9,} parameters ({size:.2f} MB): "
+            f"n_layer {cfg['n_layer']}, n_embd {cfg['n_embd']}; {tr['tokens_seen']:,} bytes seen; "
+            f"loss {losses['train']:.3f} train, {losses['validation']:.3f} validation (nats/byte)"
+        )
+    corpus = record["corpus"]
+    print(
+        f"corpus: {corpus['files']} files of Python {corpus['python']}'s standard library, "
+        f"{corpus['train_bytes']:,} bytes for training, {corpus['val_bytes']:,} held out"
+    )
