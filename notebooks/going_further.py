@@ -587,14 +587,15 @@ class SpeculationCache:
         self.prepared.append(len(self.cache))
 
 
-def event_clock(rounds, hits, t_draft, t_verify, prepare=None):
+def event_clock(rounds, hits, t_draft, t_verify, prepare=None, host=0.0):
     """Wall-clock of a run on two devices, one per model, from its rounds and cache hits.
 
     Plain speculative decoding (`hits` None): each round drafts, then verifies. SSD: while the
     target verifies round r, the draft device spends `prepare[r]` draft steps preparing round
     r + 1 (K + 1 if its guesses are drafted as one batch at the cost of one sequence); on a hit,
     round r + 1 starts as soon as both are done; on a miss the draft then drafts it as usual.
-    Returns the time at which the last verification ends.
+    `host`: time per round outside the models (the accept test, sampling, Python), spent after
+    each verification by both. Returns the time at which the last verification ends.
     """
     ready = rounds[0].drafted * t_draft  # the first round is drafted as usual
     end = 0.0
@@ -604,11 +605,11 @@ def event_clock(rounds, hits, t_draft, t_verify, prepare=None):
             break
         following = rounds[r + 1].drafted
         if hits is None:
-            ready = end + following * t_draft
+            ready = end + host + following * t_draft
             continue
         prepared = start + prepare[r] * t_draft
-        ready = max(end, prepared) + (0 if hits[r + 1] else following * t_draft)
-    return end
+        ready = max(end + host, prepared) + (0 if hits[r + 1] else following * t_draft)
+    return end + host
 
 
 # ---------- 6. lossy acceptance ----------
