@@ -666,14 +666,16 @@ def drift_along(target_rows, draft_rows, step):
 # ---------- timing and the figure ----------
 
 
-def best_seconds(fn, repeat=3):
-    """The fastest of `repeat` runs of fn(), in seconds, and fn's last result."""
-    best, result = np.inf, None
+def race(runs, repeat=5):
+    """The fastest of `repeat` runs of each function in `runs` (name -> fn), in seconds. The
+    functions take turns, so that a busy spell of a shared machine slows them all alike."""
+    best = dict.fromkeys(runs, np.inf)
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+        for name, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
 
 
 def plot_per_token(bars, machine, path=None):
@@ -690,20 +692,21 @@ def plot_per_token(bars, machine, path=None):
             color=colours[i % len(colours)],
             hatch="//" if simulated else None,
             edgecolor="white",
-            label="simulated (event clock)" if simulated else None,
+            label="simulated: event clock (hatched)" if simulated else None,
         )
         ax.text(values[i], i, f" {values[i]:.2f} ms", va="center", fontsize=9)
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlim(0, max(values) * 1.25)
     ax.set(xlabel="wall-clock per token (ms), lower is faster")
-    ax.set_title(f"Offline pair, greedy, 40 new tokens: {machine}")
+    ax.set_title(f"Offline pair, 40 greedy tokens after the code prompt: {machine}")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    unique = {"measured": plt.Rectangle((0, 0), 1, 1, color="#4c72b0"), **unique}
+    unique = {"measured (solid)": plt.Rectangle((0, 0), 1, 1, color="#4c72b0"), **unique}
     ax.legend(unique.values(), unique.keys(), loc="lower right", fontsize=8)
     fig.tight_layout()
     if path:
+        Path(path).parent.mkdir(exist_ok=True)  # figures/ beside notebooks/, in any copy
         fig.savefig(path, dpi=110)
     plt.show()
 
