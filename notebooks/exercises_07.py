@@ -22,11 +22,11 @@ TREES = {
 }
 
 
-def as_mask(fn, parents):
+def mask_of(fn, parents):
     return np.asarray(fn(list(parents))).astype(bool)
 
 
-def right_shape(fn):
+def square_shape(fn):
     for name, parents in TREES.items():
         got = np.shape(fn(list(parents)))
         if got != (len(parents),) * 2:
@@ -35,21 +35,21 @@ def right_shape(fn):
 
 
 def chain_is_causal(fn):
-    got = as_mask(fn, TREES["a chain of 4"])
+    got = mask_of(fn, TREES["a chain of 4"])
     ok = np.array_equal(got, np.tril(np.ones((4, 4), bool)))
     return None if ok else "a chain (no branching) must give the causal mask of notebook 06"
 
 
 def sees_itself(fn):
     for name, parents in TREES.items():
-        if not np.diag(as_mask(fn, parents)).all():
+        if not np.diag(mask_of(fn, parents)).all():
             return f"{name}: some node cannot see itself"
     return None
 
 
 def siblings_apart(fn):
     for name, parents in TREES.items():
-        mask = as_mask(fn, parents)
+        mask = mask_of(fn, parents)
         for i, a in enumerate(parents):
             for j, b in enumerate(parents):
                 if i != j and a == b and mask[i, j]:
@@ -60,7 +60,7 @@ def siblings_apart(fn):
 def parent_plus_itself(fn):
     """Row i must be the parent's row with node i added (a root child: node i alone)."""
     for name, parents in TREES.items():
-        mask = as_mask(fn, parents)
+        mask = mask_of(fn, parents)
         for i, parent in enumerate(parents):
             want = mask[parent].copy() if parent >= 0 else np.zeros(len(parents), bool)
             want[i] = True
@@ -77,7 +77,7 @@ def one_pass_per_branch(model, prefix):
             tree = TokenTree()
             for i, parent in enumerate(parents):
                 tree.add(ord("abcdefgh"[i]), parent)  # any tokens will do
-            rows = model.tree_logits(prefix, tree, as_mask(fn, parents))
+            rows = model.tree_logits(prefix, tree, mask_of(fn, parents))
             for branch in tree.branches():
                 tokens = [tree.tokens[i] for i in branch]
                 alone = model(list(prefix) + tokens, len(prefix) - 1)  # the root's row, then each
@@ -90,7 +90,7 @@ def one_pass_per_branch(model, prefix):
 
 def check_tree_mask(fn, model, prefix, strict=True):
     cases = [
-        ("shape (n, n)", right_shape),
+        ("shape (n, n)", square_shape),
         ("a chain is the causal mask", chain_is_causal),
         ("every node sees itself", sees_itself),
         ("siblings never see each other", siblings_apart),

@@ -441,7 +441,7 @@ def enumerate_outcomes(program):
     return results
 
 
-def sequence_distribution(round_outcomes, first, length):
+def chained_outcomes(round_outcomes, first, length):
     """Exact distribution of the first `length` tokens when rounds are chained: each round's
     outcomes depend on the last token and on how many tokens are still to come (a bigram)."""
     done, frontier = {}, {(): 1.0}
@@ -455,7 +455,7 @@ def sequence_distribution(round_outcomes, first, length):
     return done
 
 
-def target_joint(target, first, length):
+def bigram_joint(target, first, length):
     """The target's own distribution over its next `length` tokens (a bigram TableModel)."""
     table = specmini.probabilities(target.table)
     joint = {(): 1.0}
@@ -536,11 +536,10 @@ def dynamic_k_trace(target, draft, prompt, max_new_tokens, k0, schedule, tempera
     return g, ks
 
 
-def run_time(g, t_draft, t_verify, t_propose=None):
-    """Seconds a run takes if a draft token costs t_draft and a target call t_verify(n), the
-    models taking turns (nothing overlaps)."""
-    t_propose = t_draft if t_propose is None else t_propose
-    return sum(r.drafted * t_propose + t_verify(r.drafted + 1) for r in g.rounds)
+def run_time(g, t_draft, t_verify):
+    """Time a run takes if a draft token costs t_draft and a target call over n new tokens
+    t_verify(n), the models taking turns (nothing overlaps)."""
+    return sum(r.drafted * t_draft + t_verify(r.drafted + 1) for r in g.rounds)
 
 
 # ---------- 5. speculative speculative decoding (SSD, Saguaro) ----------

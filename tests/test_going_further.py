@@ -70,15 +70,15 @@ def toy_tree_pair():
 def test_specinfer_rule_is_exact_by_enumeration(width, depth):
     target, draft = toy_tree_pair()
     rounds = gf.tree_round_outcomes(target, draft, width, depth)
-    exact = gf.sequence_distribution(rounds, 0, 3)
-    assert gf.joint_tv(exact, gf.target_joint(target, 0, 3)) < 1e-12
+    exact = gf.chained_outcomes(rounds, 0, 3)
+    assert gf.joint_tv(exact, gf.bigram_joint(target, 0, 3)) < 1e-12
 
 
 def test_without_the_residual_update_it_is_not():
     target, draft = toy_tree_pair()
     rounds = gf.tree_round_outcomes(target, draft, 2, 2, update=False)
-    exact = gf.sequence_distribution(rounds, 0, 3)
-    assert gf.joint_tv(exact, gf.target_joint(target, 0, 3)) > 0.05
+    exact = gf.chained_outcomes(rounds, 0, 3)
+    assert gf.joint_tv(exact, gf.bigram_joint(target, 0, 3)) > 0.05
 
 
 def test_enumeration_is_exact_on_a_small_program():
