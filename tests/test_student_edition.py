@@ -39,8 +39,8 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 # What autograding costs. nbgrader executes each submitted notebook top to bottom, so every
 # submission costs the notebook's full run (COST, in seconds: one run each, measured on the
-# 2-core AMD EPYC under a load of about 2.5; 07 from its stored cell timings). To stay within
-# a few minutes:
+# 2-core AMD EPYC, `jupyter nbconvert --execute` under a load of about 1). To stay within a
+# few minutes:
 # - full marks are checked on every notebook: the course's solutions must pass their graded
 #   checks in the student edition too, where the self-study cells are gone, from nbgrader's
 #   folders (a later cell that needed a self-study cell, or a path that works only from
@@ -51,8 +51,8 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 9, "02": 14, "03": 21, "04": 15, "05": 14, "06": 72, "07": 70}
-LIGHT_S = 15
+COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 56, "07": 66}
+LIGHT_S = 16
 # The longest cell takes about 35 s (notebook 06 compiling GPT-2's kernels); the configuration
 # allows 300 s for slower machines. Here a cell gets 120 s: under nbgrader the cell after a
 # slider panel built with ipywidgets.interactive_output (notebook 05's last one) now and then
