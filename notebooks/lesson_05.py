@@ -142,12 +142,6 @@ def float_slider(description, value, low, high, step):
     )
 
 
-def slider_panel(fn, controls):
-    """The sliders (wrapping onto a second row if need be) above the live output of fn."""
-    row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
-    return widgets.VBox([row, widgets.interactive_output(fn, controls)])
-
-
 def live_rounds(K, temperature, quality, c):
     """48 tokens of a bigram pair of that quality, coloured by round; then 1,200 tokens measured:
     the acceptance rate, tokens per target call, and the speed-up at an ASSUMED cost ratio c,

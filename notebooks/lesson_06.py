@@ -12,7 +12,7 @@ import gpt2
 import ipywidgets as widgets
 import numpy as np
 from IPython.display import display
-from toys import show_rounds
+from toys import show_rounds, slider_panel
 
 import specmini
 
@@ -324,8 +324,7 @@ def sliders(live, k=4, temperature=0.8):
             value=temperature, min=0.0, max=2.0, step=0.1, description="temperature", **common
         ),
     }
-    row = widgets.HBox(list(controls.values()))
-    return widgets.VBox([row, widgets.interactive_output(live, controls)])
+    return slider_panel(live, controls)
 
 
 # ---------- the offline pair's record ----------
