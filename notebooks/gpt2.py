@@ -67,6 +67,15 @@ class Config:
         if self.n_embd % self.n_head:
             raise ValueError(f"config n_head={self.n_head} does not divide n_embd={self.n_embd}")
 
+    @property
+    def parameters(self):
+        """The weights of a GPT-2 of this shape, as its files count them (the head is tied to
+        the token embedding): embeddings, per block attention, MLP and two LayerNorms, the
+        final LayerNorm."""
+        d, inner = self.n_embd, self.n_inner or 4 * self.n_embd
+        block = (4 * d * d + 4 * d) + (2 * d * inner + inner + d) + 4 * d
+        return (self.vocab_size + self.n_positions) * d + self.n_layer * block + 2 * d
+
 
 class Linear:
     """x @ weight.T + bias, the weight stored (out, in) as in PyTorch's nn.Linear and nanoGPT.

@@ -103,12 +103,6 @@ def numbers_in_notebook(path, names):
     return found
 
 
-def gpt2_parameters(n_layer, n_embd, vocab=50257, n_ctx=1024):
-    """GPT-2's parameter count from its shape: embeddings, blocks (attention, MLP, 2 norms)."""
-    block = 12 * n_embd**2 + 13 * n_embd  # qkv + proj + 2 MLP matrices, their biases, 2 norms
-    return vocab * n_embd + n_ctx * n_embd + n_layer * block + 2 * n_embd
-
-
 def kv_bytes_per_token(n_layer, n_embd, bytes_per_value=2):
     """One key and one value vector of width n_embd per layer, for every token in the cache."""
     return 2 * n_layer * n_embd * bytes_per_value

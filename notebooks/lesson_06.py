@@ -45,13 +45,6 @@ def n_params(model):
     return sum(int(np.prod(t.shape)) for t in gpt2.hf_state_dict(model).values())
 
 
-def gpt2_params(n_layer, n_embd, vocab_size=50257, n_positions=1024):
-    """GPT-2's parameter count from its shape: embeddings, blocks (attention 4 d^2 + 4 d, MLP
-    8 d^2 + 5 d, two LayerNorms 4 d), the final LayerNorm; the head is tied to the embedding."""
-    per_block = 12 * n_embd**2 + 13 * n_embd
-    return (vocab_size + n_positions) * n_embd + n_layer * per_block + 2 * n_embd
-
-
 # ---------- greedy identity, within the numbers' rounding ----------
 
 # A logit gap below this fraction of the row's largest |logit| is a near-tie that rounding can

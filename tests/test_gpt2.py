@@ -59,6 +59,13 @@ def test_config_is_read(model):
     assert model.h[0].ln_1.eps == 1e-4 and model.h[0].mlp.approximate == "tanh"
 
 
+def test_config_counts_the_parameters_the_files_hold():
+    weights = safe_load(str(FIXTURE / "model.safetensors"))
+    config = gpt2.Config.from_json(FIXTURE / "config.json")
+    assert config.parameters == sum(int(np.prod(t.shape)) for t in weights.values())
+    assert gpt2.Config().parameters == 124_439_808  # GPT-2 small, as Hugging Face counts it
+
+
 def test_cached_continuation_matches_full_forward(model):
     seq, full = PROMPT + GREEDY, LOGITS["greedy_logits"]
     model.reset()
