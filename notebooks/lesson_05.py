@@ -6,7 +6,6 @@ import ast
 import json
 from pathlib import Path
 
-import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import HTML, display
@@ -106,34 +105,6 @@ def numbers_in_notebook(path, names):
 def kv_bytes_per_token(n_layer, n_embd, bytes_per_value=2):
     """One key and one value vector of width n_embd per layer, for every token in the cache."""
     return 2 * n_layer * n_embd * bytes_per_value
-
-
-# --- the sliders --------------------------------------------------------------------------------
-
-
-def int_slider(description, value, low, high):
-    style = {"description_width": "initial"}
-    return widgets.IntSlider(
-        value=value,
-        min=low,
-        max=high,
-        description=description,
-        continuous_update=False,
-        style=style,
-    )
-
-
-def float_slider(description, value, low, high, step):
-    style = {"description_width": "initial"}
-    return widgets.FloatSlider(
-        value=value,
-        min=low,
-        max=high,
-        step=step,
-        description=description,
-        continuous_update=False,
-        style=style,
-    )
 
 
 def live_rounds(K, temperature, quality, c):

@@ -9,10 +9,9 @@ import time
 from pathlib import Path
 
 import gpt2
-import ipywidgets as widgets
 import numpy as np
 from IPython.display import display
-from toys import show_rounds, slider_panel
+from toys import show_rounds, slider, slider_panel
 
 import specmini
 
@@ -309,13 +308,9 @@ def live_generation(target, draft, prompt, decode, K, temperature, new_tokens=48
 
 def sliders(live, k=4, temperature=0.8):
     """K and temperature sliders driving live(K=..., temperature=...)."""
-    style = {"description_width": "initial"}
-    common = dict(continuous_update=False, style=style)
     controls = {
-        "K": widgets.IntSlider(value=k, min=1, max=8, description="K", **common),
-        "temperature": widgets.FloatSlider(
-            value=temperature, min=0.0, max=2.0, step=0.1, description="temperature", **common
-        ),
+        "K": slider("K", k, 1, 8),
+        "temperature": slider("temperature", temperature, 0.0, 2.0, 0.1),
     }
     return slider_panel(live, controls)
 

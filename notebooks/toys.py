@@ -128,6 +128,13 @@ def measure(target, draft, k, temperature, tokens=1200, seed=0):
     }
 
 
+def slider(description, value, low, high, step=None):
+    """A slider that acts on release: whole numbers without a step, else floats by `step`."""
+    kind, extra = (widgets.IntSlider, {}) if step is None else (widgets.FloatSlider, {"step": step})
+    return kind(value=value, min=low, max=high, description=description, **extra,
+                continuous_update=False, style={"description_width": "initial"})  # fmt: skip
+
+
 def slider_panel(fn, controls):
     """The sliders (wrapping onto a second row if need be) above the live output of fn.
 
