@@ -1,1 +1,1 @@
-"""Benchmarks of the course's GPT-2 (notebooks/gpt2.py); see benchmarks/decode.py."""
+"""Benchmarks of the course's GPT-2 (course/gpt2.py); see benchmarks/decode.py."""

@@ -1,4 +1,4 @@
-"""Decoding speed of notebooks/gpt2.py (tinygrad) against PyTorch + transformers, same weights.
+"""Decoding speed of course/gpt2.py (tinygrad) against PyTorch + transformers, same weights.
 
 Run from the repository root:
 
@@ -43,10 +43,11 @@ from tinygrad.helpers import NUM_CPU_THREADS, GlobalCounters
 from tinygrad.nn.state import safe_load, safe_save
 
 import specmini
+from course import checkpoints, gpt2
+from course.timing import cpu_model, seconds
+from course.toys import accept_tests
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "notebooks"))
-import gpt2  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 TINYGRAD_ENV = ("DEV", "JIT", "BEAM", "JITBEAM", "NUM_CPU_THREADS", "CACHELEVEL")
@@ -93,7 +94,7 @@ def random_pair(shape, directory):
     its first blocks, the draft, then predict it most of the time, as a trained draft does.
     """
     target, draft = directory / "target", directory / "draft"
-    gpt2.save(gpt2.GPT2(gpt2.Config(**SHAPES[shape])), target)
+    checkpoints.save(gpt2.GPT2(gpt2.Config(**SHAPES[shape])), target)
     state = {k: v.numpy() for k, v in safe_load(str(target / "model.safetensors")).items()}
     for key, value in state.items():
         if layer_of(key) >= DRAFT_LAYERS and key.endswith("c_proj.weight"):
@@ -132,24 +133,17 @@ def make_case(name, scratch, reps, new_tokens, prompt_len=PROMPT_LEN):
     )
 
 
-def parameter_count(directory):
-    """Parameters in the checkpoint (lm_head is tied to wte and never stored twice)."""
-    return sum(
-        int(np.prod(t.shape)) for t in safe_load(str(directory / "model.safetensors")).values()
-    )
-
-
 # ---------- the two frameworks ----------
 
 
 class Tinygrad:
-    """notebooks/gpt2.py through its public API, as the course uses it."""
+    """course/gpt2.py through its public API, as the course uses it."""
 
     name = "tinygrad"
 
     def __init__(self, case):
         self.case, self.prompt = case, case.prompt
-        self.target, self.draft = gpt2.load(case.target), gpt2.load(case.draft)
+        self.target, self.draft = checkpoints.load(case.target), checkpoints.load(case.draft)
         self.layers = self.target.config.n_layer
 
     def step(self):
@@ -167,11 +161,11 @@ class Tinygrad:
         self.target.reset()
         self.draft.reset()
         out = specmini.generate(self.target, self.draft, self.prompt, n, k=k, temperature=0, seed=0)
-        drafted = sum(r.drafted for r in out.rounds)
-        accepted = sum(r.accepted for r in out.rounds)
+        passed, run = accept_tests(out)
         return out.tokens, {
             "target_calls": len(out.rounds),
-            "acceptance": accepted / max(drafted, 1),
+            "acceptance": passed / max(run, 1),  # the course's: the share of accept tests passed
+            "accepted_per_draft": passed / max(sum(r.drafted for r in out.rounds), 1),
         }
 
     def kernels(self):
@@ -264,14 +258,6 @@ def torch_available():
 
 
 # ---------- measuring ----------
-
-
-def seconds(call, repeat=1):
-    """Wall time of one call, averaged over `repeat` calls."""
-    start = time.perf_counter()
-    for _ in range(repeat):
-        call()
-    return (time.perf_counter() - start) / repeat
 
 
 def repeats_for(call):
@@ -393,13 +379,6 @@ def bandwidth(fast):
 # ---------- the machine ----------
 
 
-def cpu_model():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def gpu_name():
     try:
         query = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
@@ -442,7 +421,7 @@ def device_tag(info):
 
 
 def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_GBps):
-    params = parameter_count(case.target)
+    params = checkpoints.read_config(case.target / "config.json").parameters
     weight_bytes = params * 4  # float32 on both sides
     floor_ms = weight_bytes / (floor_GBps * 1e9) * 1e3
     reference, mismatches = compare_tokens(tokens)
@@ -452,7 +431,7 @@ def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_
         "config": json.loads((case.target / "config.json").read_text()),
         "draft_config": json.loads((case.draft / "config.json").read_text()),
         "parameters": params,
-        "draft_parameters": parameter_count(case.draft),
+        "draft_parameters": checkpoints.read_config(case.draft / "config.json").parameters,
         "weight_bytes": weight_bytes,
         "floor_ms": floor_ms,
         "prompt_tokens": len(case.prompt),
@@ -548,7 +527,7 @@ def table(name, m):
             )
             lines.append(f"   {n} kernels per call: {counted}")
             reported = kernels["gpt2_kernel_counts"]
-            lines.append(f"   gpt2.kernel_counts: {reported if reported else 'not in gpt2.py yet'}")
+            lines.append(f"   gpt2.kernel_counts: {reported}")
     if "transformers" in fw:
         lines.append("   transformers speculative = assisted generation, same draft and K")
     if m["tokens_identical"]:

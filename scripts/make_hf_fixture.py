@@ -1,6 +1,6 @@
 """Make tests/fixtures/tiny_gpt2: a small random GPT-2 written by Hugging Face transformers.
 
-The tests check notebooks/gpt2.py against what transformers computes for these weights, without
+The tests check course/gpt2.py against what transformers computes for these weights, without
 needing torch or transformers themselves. Regenerate (in a separate environment, not the course's):
 
     python -m venv /tmp/hfvenv && /tmp/hfvenv/bin/pip install torch transformers safetensors

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from specmini.sampling import count, probabilities, require, residual, sample, speculative_accept
+from specmini.sampling import as_int, probabilities, require, residual, sample, speculative_accept
 
 # One target call: tokens drafted, how many the target accepted, and how the round ended:
 # "correction" (resampled from the residual after a rejection), "bonus" (all drafts accepted,
@@ -36,7 +36,7 @@ def generate(target, draft, prompt, max_new_tokens, k=4, temperature=1.0, seed=N
     `stop` is one token id or a collection of them (list, tuple, set, array): generation ends
     after the first one sampled, which is kept.
     """
-    count(k, "k", 1)
+    as_int(k, "k", 1)
     return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop)
 
 
@@ -55,11 +55,11 @@ def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop):
     paper's one step: a token budget, stop tokens, uniforms in (0, 1] instead of [0, 1), k = 0,
     and a record of each round.
     """
-    prompt = [count(t, "each prompt token id", 0) for t in prompt]
+    prompt = [as_int(t, "each prompt token id", 0) for t in prompt]
     require(len(prompt) > 0, "prompt must hold at least one token")
-    count(max_new_tokens, "max_new_tokens", 0)
+    as_int(max_new_tokens, "max_new_tokens", 0)
     stop = [] if stop is None else stop if hasattr(stop, "__iter__") else [stop]
-    stops = {count(t, "each stop token id", 0) for t in stop}
+    stops = {as_int(t, "each stop token id", 0) for t in stop}
     rng, out = np.random.default_rng(seed), Generation([], [])
     while len(out.tokens) < max_new_tokens and not stops.intersection(out.tokens[-1:]):
         seq, drafted, draft_rows = prompt + out.tokens, [], []

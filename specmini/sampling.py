@@ -13,8 +13,8 @@ def require(ok, message):
         raise ValueError(message)
 
 
-def count(x, name, least, most=np.inf):
-    """`x` as an int, if it is one in [least, most]: 3.0, 1.7, "3" and True are refused."""
+def as_int(x, name, least, most=np.inf):
+    """`x` as an int, if it is an integer in [least, most]: 3.0, 1.7, "3" and True are refused."""
     ok = isinstance(x, int | np.integer) and not isinstance(x, bool) and least <= x <= most
     require(ok, f"{name} must be an integer in [{least}, {most}], got {x!r}")
     return int(x)
@@ -72,7 +72,7 @@ def speculative_accept(draft_tokens, target_probs, draft_probs, uniforms):
     """
     target_probs, draft_probs = check_pair(target_probs, draft_probs)
     uniforms = np.asarray(uniforms, dtype=np.float64)
-    tokens = [count(t, "each draft token id", 0, target_probs.shape[-1] - 1) for t in draft_tokens]
+    tokens = [as_int(t, "each draft token id", 0, target_probs.shape[-1] - 1) for t in draft_tokens]
     require(target_probs.shape[:-1] == uniforms.shape == (len(tokens),), "need one row per token")
     require(np.all((uniforms >= 0) & (uniforms <= 1)), "uniforms must lie in [0, 1]")
     # A draft only draws tokens it gives mass: each must be nonzero (so > 0, as none is negative).

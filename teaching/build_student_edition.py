@@ -5,14 +5,15 @@
 
 nbgrader (requirements-teach.txt) does the work with its own `generate_assignment`, set up by
 teaching/nbgrader_config.py: in a temporary nbgrader course directory whose source/specmini/
-holds the notebooks and the modules they import, it drops the cells tagged `self-study`, replaces
+holds the notebooks, it drops the cells tagged `self-study`, replaces
 each answer between `### BEGIN SOLUTION` and `### END SOLUTION` by a stub, locks the graded
 check cells and clears the outputs. The edition then gets what the notebooks need beside them:
 
     student-edition/
         README.md          how to install and open it (for the students)
-        notebooks/         the released notebooks and the helper modules they import
-        specmini/ models/ figures/ requirements.txt pyproject.toml LICENSE
+        notebooks/         the released notebooks
+        specmini/ course/  the algorithm, and the course's code the notebooks import
+        models/ figures/ requirements.txt pyproject.toml LICENSE
 
 tests/test_student_edition.py builds it, searches it for solutions and autogrades it.
 """
@@ -49,8 +50,8 @@ python3 -m venv .venv && .venv/bin/pip install -r requirements.txt -e .
 Work through the notebooks in order, 01 to the last. Write each answer in place of the
 `raise NotImplementedError()` line of its cell (for a quiz, fill in `quiz = {...}`), then run
 the check cell after it: it tells you what is wrong without giving the answer away. Do not edit
-the check cells or the helper modules in `notebooks/` (`exercises_0N.py`, `grading.py`, ...):
-the autograder uses its own copies.
+the check cells or the course's code in `course/` (`course/exercises/`, ...): the autograder
+uses its own copies.
 
 No GPU and no internet are needed: notebook 06 runs real GPT-2 where its weights can be
 downloaded, and two small models trained for the course (`models/`) otherwise.
@@ -58,12 +59,12 @@ downloaded, and two small models trained for the course (`models/`) otherwise.
 
 
 def make_course(course, repo=REPO):
-    """An nbgrader course directory at `course`: source/specmini/ holds every notebook and
-    module of the course's notebooks/, and nbgrader_config.py lies at its root."""
+    """An nbgrader course directory at `course`: source/specmini/ holds every notebook of the
+    course's notebooks/, and nbgrader_config.py lies at its root. (The notebooks import the
+    course's code from the installed package `course`, as they import specmini.)"""
     source = course / "source" / ASSIGNMENT
     source.mkdir(parents=True)
-    notebooks = repo / "notebooks"
-    for path in sorted(notebooks.glob("*.ipynb")) + sorted(notebooks.glob("*.py")):
+    for path in sorted((repo / "notebooks").glob("*.ipynb")):
         shutil.copy2(path, source / path.name)
     shutil.copy2(CONFIG, course / "nbgrader_config.py")
     return source
@@ -104,8 +105,9 @@ def generate(course):
 
 
 def assemble(release, out, repo=REPO):
-    """The edition in `out`: the released notebooks and modules in notebooks/, and the rest of
-    what they need beside them. Replaces an earlier edition; refuses any other non-empty folder."""
+    """The edition in `out`: the released notebooks in notebooks/, and the rest of what they
+    need beside them (specmini/ and course/, installed by its README's `pip install -e .`).
+    Replaces an earlier edition; refuses any other non-empty folder."""
     if out.exists() and any(out.iterdir()):
         if not (out / MARKER).exists():
             raise SystemExit(f"{out} exists and is not a student edition: choose another --out")
@@ -113,7 +115,8 @@ def assemble(release, out, repo=REPO):
     out.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
     shutil.copytree(release, out / "notebooks", ignore=ignore)
-    shutil.copytree(repo / "specmini", out / "specmini", ignore=ignore)
+    for package in ["specmini", "course"]:
+        shutil.copytree(repo / package, out / package, ignore=ignore)
     shutil.copytree(repo / "models", out / "models", ignore=ignore)
     (out / "figures").mkdir()  # the notebooks write their figures here
     (out / "figures" / ".gitkeep").touch()

@@ -1,4 +1,4 @@
-"""Compile gpt2.py's calls as for an H100 and count their kernels, on any machine (no GPU).
+"""Compile course/gpt2.py's calls as for an H100 and count their kernels, on any machine (no GPU).
 
 Run with DEV='MOCK+NULL:PTX:sm_90' NULL_ALLOW_COPYOUT=1: tinygrad's NULL device with the PTX
 renderer for sm_90 schedules and renders every kernel as for that GPU and runs nothing. Prints
@@ -9,11 +9,8 @@ builds its nodes with the variables at 0, and an empty grid is the invalid argum
 """
 
 import json
-import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "notebooks"))
-import gpt2  # noqa: E402
+from course import gpt2
 
 
 def empty_at_zero(program):

@@ -1,16 +1,13 @@
-"""Run gpt2.py's compiled calls on small random shapes; print one line per shape as it finishes.
+"""Run course/gpt2.py's compiled calls on small random shapes; one line per shape as it ends.
 
 tinygrad 0.14 could recurse without end on some shapes when the token count was symbolic, and
 its compile worker then died silently: the process hung. tests/test_gpt2.py runs this in a
 subprocess with a time limit, so a hang fails the test and the last line names the shape.
 """
 
-import sys
-
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/notebooks")
-import gpt2  # noqa: E402
+from course import gpt2
 
 SHAPES = [  # (n_embd, n_head, n_layer): the three that hung first, then a spread
     (64, 2, 1), (128, 4, 2), (32, 2, 1), (48, 3, 1), (256, 8, 3),

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 
 import specmini
-from models import DRAFT_ABC, TARGET_ABC, random_distributions
+from course.exact import chained_outcomes, round_outcomes
+from course.toys import DRAFT_ABC, TARGET_ABC
+
+
+def random_distributions(rng, n, vocab):
+    """n random distributions over `vocab` tokens, some of them sparse or peaked."""
+    probs = rng.dirichlet(np.full(vocab, 0.5), size=n)
+    probs[rng.random((n, vocab)) < 0.2] = 0.0  # zeros, so supports differ now and then
+    probs[probs.sum(-1) == 0, 0] = 1.0
+    return probs / probs.sum(-1, keepdims=True)
+
 
 # --- The classic exercise: speculative_accept(draft_tokens, p, q, r), p the target, q the draft.
 
@@ -107,46 +117,15 @@ def test_the_analytic_check_can_fail():
     assert np.abs(out - TARGET_ABC).max() > 0.1
 
 
-def round_outcomes(target_rows, draft_rows, last, k):
-    """Exact distribution of what one round emits: {tokens: probability}.
-
-    `target_rows(token)` / `draft_rows(token)` give next-token distributions. The round drafts
-    k tokens; each is accepted with min(1, target/draft); on the first rejection the round emits
-    a token from specmini.residual (correction path); if all pass, one from the target (bonus).
-    """
-    out = {}
-
-    def walk(prev, emitted, prob):
-        target, draft = target_rows(prev), draft_rows(prev)
-        if len(emitted) == k:  # bonus path
-            for y, p in enumerate(target):
-                out[emitted + (y,)] = out.get(emitted + (y,), 0.0) + prob * p
-            return
-        rejected = 0.0
-        for x, d in enumerate(draft):
-            if d > 0:
-                accept = acceptance_probability(x, target, draft)
-                walk(x, emitted + (x,), prob * d * accept)
-                rejected += d * (1 - accept)
-        for y, p in enumerate(specmini.residual(target, draft)):  # correction path
-            out[emitted + (y,)] = out.get(emitted + (y,), 0.0) + prob * rejected * p
-
-    walk(last, (), 1.0)
-    return out
-
-
 def sequence_distribution(target_rows, draft_rows, first, k, length):
-    """Exact distribution of the first `length` tokens, rounds chained as specmini.generate does."""
-    done, frontier = {}, {(): 1.0}
-    while frontier:
-        seq, prob = frontier.popitem()
-        drafts = min(k, length - len(seq) - 1)  # the budget rule of specmini.generate
-        last = seq[-1] if seq else first
-        for emitted, p in round_outcomes(target_rows, draft_rows, last, drafts).items():
-            new = (seq + emitted)[:length]
-            bucket = done if len(new) == length else frontier
-            bucket[new] = bucket.get(new, 0.0) + prob * p
-    return done
+    """Exact distribution of the first `length` tokens, rounds chained as specmini.generate does:
+    course.exact's round, its accept test read off specmini's own (acceptance_probability)."""
+
+    def rounds(text, remaining):
+        drafts = min(k, remaining - 1)  # the budget rule of specmini.generate
+        return round_outcomes(target_rows, draft_rows, text[-1], drafts, acceptance_probability)
+
+    return chained_outcomes(rounds, first, length)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -155,7 +134,7 @@ def test_rounds_with_bonus_and_correction_paths_reproduce_the_target_joint(k, se
     rng = np.random.default_rng(seed)
     target_table, draft_table = random_distributions(rng, 3, 3), random_distributions(rng, 3, 3)
     draft_table[:, :] = 0.5 * draft_table + 0.5 * target_table  # close enough to reach bonuses
-    exact = sequence_distribution(target_table.__getitem__, draft_table.__getitem__, 0, k, 4)
+    exact = sequence_distribution(target_table, draft_table, 0, k, 4)
     for seq in itertools.product(range(3), repeat=4):
         want = np.prod([target_table[a, b] for a, b in zip((0,) + seq[:-1], seq, strict=True)])
         assert exact.get(seq, 0.0) == pytest.approx(want, abs=1e-12)

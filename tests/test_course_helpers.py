@@ -1,18 +1,21 @@
-"""The course's helpers each have one home: the A/B/C pair and the toy models in toys.py, the
-check runner in grading.py. A second copy drifts; these tests fail when one comes back. And
-the colours of toys.show_rounds: a plain round is not a bonus."""
+"""The course's code has one home per algorithm: the A/B/C pair and the toy models in toys.py,
+the check runner in exercises/grading.py, exact enumeration in exact.py, timing in timing.py,
+the cache's common prefix in gpt2.py. A second copy drifts; these tests fail when one comes
+back. And notebooks/ holds notebooks only, no file edits sys.path, and the colours of
+toys.show_rounds: a plain round is not a bonus."""
 
 import ast
 import pathlib
 import re
 
 import specmini
-from models import random_pair
+from course.toys import bigram_pair, show_rounds, token_kinds
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# every helper module beside the notebooks (checks, lessons, going further) and the tests
+# every module of the course's package, the benchmark and the tests
 MODULES = [
-    *sorted(p for p in (ROOT / "notebooks").glob("*.py") if p.name != "gpt2.py"),
+    *sorted((ROOT / "course").rglob("*.py")),
+    *sorted((ROOT / "benchmarks").glob("*.py")),
     *sorted((ROOT / "tests").glob("*.py")),
 ]
 
@@ -34,10 +37,49 @@ def homes(predicate):
 
 
 def test_the_check_runner_lives_in_grading():
-    assert homes(lambda name: name == "grade") == ["grading.py"]
+    assert homes(lambda name: name in ("grade", "expect", "Wrong")) == ["grading.py"]
     assert homes(lambda name: name in ("as_probs", "as_array")) == ["grading.py"]
-    for path in sorted((ROOT / "notebooks").glob("exercises_*.py")):
-        assert "from exercises_01 import" not in path.read_text(), path.name
+    for path in sorted((ROOT / "course" / "exercises").glob("exercises_*.py")):
+        assert "exercises_01 import" not in path.read_text(), path.name
+
+
+def test_each_shared_algorithm_has_one_home():
+    # exact enumeration and chained rounds; total variation; timing loops and the CPU's name;
+    # the cache's longest common prefix; parameter counts; the acceptance rate
+    assert homes(lambda n: n in ("enumerate_outcomes", "Trail", "Script")) == ["exact.py"]
+    assert homes(lambda n: n in ("chained_outcomes", "round_outcomes", "bigram_joint")) == [
+        "exact.py"
+    ]
+    assert homes(lambda n: n in ("total_variation", "joint_tv")) == ["toys.py"]
+    assert homes(lambda n: n in ("race", "fastest", "fastest_ms", "seconds")) == ["timing.py"]
+    assert homes(lambda n: n in ("cpu_model", "machine_name")) == ["timing.py"]
+    assert homes(lambda n: n in ("common_prefix", "Bucketed")) == ["gpt2.py"]
+    assert homes(lambda n: n in ("n_params", "parameter_count")) == ["checkpoints.py"]
+    assert homes(lambda n: n == "accept_tests") == ["toys.py"]
+    counting = "sum(r.ended_with == " + '"correction"'  # accept tests run: counted once
+    assert [p.name for p in MODULES if counting in p.read_text()] == ["toys.py"]
+    loop = "while " + "kept <"  # the longest common prefix of the cache and a text
+    kept_loops = [p.name for p in MODULES if loop in p.read_text()]
+    assert kept_loops == ["gpt2.py"], kept_loops
+
+
+def test_notebooks_holds_notebooks_and_nothing_edits_sys_path():
+    assert not list((ROOT / "notebooks").glob("*.py"))
+    edits = [
+        p.relative_to(ROOT).as_posix()
+        for folder in ("course", "benchmarks", "tests", "scripts", "teaching", "specmini")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if "sys.path." in p.read_text() and p.name != "test_course_helpers.py"
+    ]
+    assert not edits, edits
+
+
+def test_plot_helpers_return_their_figure_and_one_helper_saves():
+    saving = [p.name for p in (ROOT / "course").rglob("*.py") if ".savefig(" in p.read_text()]
+    assert saving == ["figures.py"], saving
+    showing = [p.name for p in (ROOT / "course" / "lessons").glob("*.py")
+               if "plt.show()" in p.read_text()]  # fmt: skip
+    assert showing == ["lesson_05.py"]  # its live views run inside a slider's output
 
 
 def test_one_constant_model():
@@ -51,9 +93,7 @@ def test_the_abc_pair_is_written_down_once():
 
 
 def test_plain_rounds_are_coloured_plain_not_bonus():
-    from toys import show_rounds, token_kinds  # notebooks/ is on sys.path through models
-
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     plain = specmini.autoregressive(target, [0], 5, seed=0)
     assert token_kinds(plain) == ["plain"] * 5
     html = show_rounds(plain).data

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import specmini
-from models import Bigram, constant_model, random_pair
+from course.toys import TableModel, bigram_pair, constant_model
 
 VOCAB = 3
 
@@ -57,7 +57,7 @@ def sample_windows(target, draft, k, temperature, n, seed):
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_generate_reproduces_the_target_joint_distribution(k, temperature):
-    target, draft = random_pair(VOCAB, seed=7)
+    target, draft = bigram_pair(VOCAB, quality=0.5, seed=7, spread=1.5)
     runs, length = sample_windows(target, draft, k, temperature, n=2000, seed=k)
     # The first three tokens, and the last three, which straddle a round boundary.
     for positions in [(0, 1, 2), (length - 3, length - 2, length - 1)]:
@@ -68,7 +68,7 @@ def test_generate_reproduces_the_target_joint_distribution(k, temperature):
 
 def test_the_statistical_test_can_fail():
     # Same test, same seeds, but a broken sampler: the roles swapped, so output follows the draft.
-    target, draft = random_pair(VOCAB, seed=7)
+    target, draft = bigram_pair(VOCAB, quality=0.5, seed=7, spread=1.5)
     runs, _ = sample_windows(draft, target, 4, 1.0, n=2000, seed=4)
     pvalue = chi_square_pvalue(runs[:, :3], target_joint(target.table, 0, 1.0, (0, 1, 2)))
     assert pvalue < 1e-6
@@ -100,7 +100,7 @@ def test_disjoint_supports_still_give_the_target():
 @pytest.mark.parametrize("temperature", [0, 0.3, 1.0, 2.5])
 def test_equal_models_accept_every_draft_at_every_temperature(temperature):
     # Temperature reaches both models the same way: a draft equal to the target never misses.
-    target, draft = random_pair(VOCAB, seed=1, closeness=1.0)
+    target, draft = bigram_pair(VOCAB, quality=1.0, seed=1, spread=1.5)
     out = specmini.generate(target, draft, [0], 50, k=4, temperature=temperature, seed=0)
     assert [r.ended_with for r in out.rounds] == ["bonus"] * 10
     assert len(out.tokens) == 50
@@ -117,12 +117,12 @@ def greedy_chain(table, first, n):
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 @pytest.mark.parametrize("seed", range(5))
 def test_temperature_zero_is_exact_greedy_whatever_the_draft(k, seed):
-    target, draft = random_pair(8, seed=seed, closeness=0.3)
+    target, draft = bigram_pair(8, quality=0.3, seed=seed, spread=1.5)
     want = greedy_chain(target.table, 0, 40)
     assert specmini.autoregressive(target, [0], 40, temperature=0, seed=seed).tokens == want
     out = specmini.generate(target, draft, [0], 40, k=k, temperature=0, seed=seed)
     assert out.tokens == want
-    adversary = Bigram(-target.table)  # always drafts the target's least likely token
+    adversary = TableModel(-target.table)  # always drafts the target's least likely token
     assert specmini.generate(target, adversary, [0], 40, k=k, temperature=0).tokens == want
 
 
@@ -152,7 +152,7 @@ def test_mean_tokens_per_round_matches_expected_tokens(alpha_target, k):
 
 
 def test_exactly_max_new_tokens_and_reproducible():
-    target, draft = random_pair(5, seed=2)
+    target, draft = bigram_pair(5, quality=0.5, seed=2, spread=1.5)
     for n in [0, 1, 2, 5, 17]:
         for k in [1, 4, 8]:
             out = specmini.generate(target, draft, [1, 2], n, k=k, seed=3)
@@ -174,19 +174,21 @@ def test_stop_token_ends_generation_early_and_is_kept():
 
 
 def test_one_target_call_per_round_with_k_plus_one_rows():
-    target, draft = random_pair(4, seed=5)
+    target, draft = bigram_pair(4, quality=0.5, seed=5, spread=1.5)
     out = specmini.generate(target, draft, [0, 1, 2], 12, k=4, seed=0)
-    assert len(target.calls) == len(out.rounds)
-    for (length, start), r in zip(target.calls, out.rounds, strict=True):
+    assert len(target.log) == len(out.rounds)
+    for (length, start), r in zip(target.log, out.rounds, strict=True):
         assert length - start == r.drafted + 1  # prefix + drafts in, drafts + 1 rows out
-    assert len(draft.calls) == sum(r.drafted for r in out.rounds)
+    assert len(draft.log) == sum(r.drafted for r in out.rounds)
 
 
 def test_token_ids_stay_in_the_vocabulary():
     rng = np.random.default_rng(0)
     for seed in range(20):
         vocab = int(rng.integers(2, 7))
-        target, draft = random_pair(vocab, seed=seed, spread=6.0)  # peaked, with tiny masses
+        target, draft = bigram_pair(
+            vocab, quality=0.5, seed=seed, spread=6.0
+        )  # peaked, with tiny masses
         for temperature in [0, 0.1, 1, 5]:
             tokens = specmini.generate(target, draft, [0], 30, 3, temperature, seed=seed).tokens
             assert all(0 <= t < vocab for t in tokens)
@@ -234,7 +236,7 @@ def test_residual_and_alpha_reject_bad_input():
 
 
 def test_decoding_rejects_bad_arguments():
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     with pytest.raises(ValueError, match="k must be"):
         specmini.generate(target, draft, [0], 5, k=0)
     with pytest.raises(ValueError, match="temperature"):
@@ -258,7 +260,7 @@ def test_decoding_rejects_bad_arguments():
     ],
 )
 def test_models_that_misbehave_are_caught(bad_model, message):
-    good, _ = random_pair(3, seed=0)
+    good, _ = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     with pytest.raises(ValueError, match=message):
         specmini.generate(bad_model, good, [0], 5)
     with pytest.raises(ValueError, match=message):
@@ -269,7 +271,7 @@ def test_models_that_misbehave_are_caught(bad_model, message):
 
 def test_target_and_draft_with_different_vocabularies():
     target = lambda tokens, start: np.zeros((len(tokens) - start, 3))  # noqa: E731, any token id
-    _, draft = random_pair(4, seed=0)
+    _, draft = bigram_pair(4, quality=0.5, seed=0, spread=1.5)
     with pytest.raises(ValueError, match="differ in shape"):
         specmini.generate(target, draft, [0], 5)
 
@@ -281,16 +283,16 @@ NOT_TOKEN_IDS = [-1, 1.7, 1.0, "1", True, None]
 
 @pytest.mark.parametrize("bad", NOT_TOKEN_IDS)
 def test_prompts_must_hold_token_ids(bad):
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     with pytest.raises(ValueError, match="prompt"):
         specmini.generate(target, draft, [0, bad], 5)
     with pytest.raises(ValueError, match="prompt"):
         specmini.autoregressive(target, [bad], 5)
-    assert target.calls == [] and draft.calls == []  # refused before any model call
+    assert target.calls == 0 and draft.calls == 0  # refused before any model call
 
 
 def test_prompts_may_be_numpy_arrays_or_numpy_integers():
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     want = specmini.generate(target, draft, [0, 2], 6, seed=1).tokens
     assert specmini.generate(target, draft, np.array([0, 2]), 6, seed=1).tokens == want
     assert specmini.generate(target, draft, [np.int64(0), np.int32(2)], 6, seed=1).tokens == want
@@ -298,7 +300,7 @@ def test_prompts_may_be_numpy_arrays_or_numpy_integers():
 
 @pytest.mark.parametrize("bad", [3.0, 2.5, True, "3", None])
 def test_max_new_tokens_and_k_must_be_integers(bad):
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     with pytest.raises(ValueError, match="max_new_tokens must be an integer"):
         specmini.generate(target, draft, [0], bad)
     with pytest.raises(ValueError, match="max_new_tokens must be an integer"):
@@ -336,7 +338,7 @@ def test_stop_may_be_one_numpy_integer_and_an_empty_collection_stops_nothing():
 
 @pytest.mark.parametrize("bad", [1.5, 1.0, "1", True, [1, 2.5], ["1"], -1])
 def test_stop_must_be_token_ids(bad):
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     with pytest.raises(ValueError, match="stop"):
         specmini.generate(target, draft, [0], 5, stop=bad)
     with pytest.raises(ValueError, match="stop"):
@@ -347,7 +349,7 @@ def test_stop_must_be_token_ids(bad):
 
 
 def test_rounds_with_nothing_drafted_end_plain():
-    target, draft = random_pair(3, seed=0)
+    target, draft = bigram_pair(3, quality=0.5, seed=0, spread=1.5)
     auto = specmini.autoregressive(target, [0], 6, seed=0)
     assert [r.ended_with for r in auto.rounds] == ["plain"] * 6
     assert all(r.drafted == r.accepted == 0 for r in auto.rounds)

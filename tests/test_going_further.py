@@ -1,22 +1,21 @@
-"""notebooks/going_further.py (notebook 07): the exactness claims, each against a broken variant.
+"""course/going_further.py (notebook 07): the exactness claims, each against a broken variant.
 
-Numpy only, except the numpy twin's tests, which read the offline pair's weights with gpt2.load.
+Numpy only, except the numpy twin's tests, which read the offline pair's weights with
+checkpoints.load.
 """
 
 import pathlib
-import sys
 
 import numpy as np
 import pytest
 
 import specmini
+from course import checkpoints, exact
+from course import going_further as gf
+from course.numpy_gpt2 import NumpyGPT2
+from course.toys import TableModel, bigram_pair, total_variation
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "notebooks"))
-import going_further as gf  # noqa: E402
-from toys import TableModel, bigram_pair  # noqa: E402
-
-from models import random_pair  # noqa: E402
 
 
 def trust(drafted, target_rows, draft_rows, uniforms):
@@ -26,7 +25,7 @@ def trust(drafted, target_rows, draft_rows, uniforms):
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_decode_with_a_draft_model_is_specmini_generate(k, temperature):
-    target, draft = random_pair(5, seed=1)
+    target, draft = bigram_pair(5, quality=0.5, seed=1, spread=1.5)
     for seed in range(4):
         want = specmini.generate(target, draft, [0], 50, k=k, temperature=temperature, seed=seed)
         got = gf.decode(target, gf.model_drafts(draft), [0], 50, k, temperature, seed=seed)
@@ -52,7 +51,7 @@ def test_prompt_lookup_keeps_the_target_and_trusting_it_does_not():
 
 
 def test_greedy_lookup_is_target_greedy():
-    target, _ = random_pair(6, seed=2)
+    target, _ = bigram_pair(6, quality=0.5, seed=2, spread=1.5)
     plain = specmini.autoregressive(target, [0], 60, temperature=0)
     looked_up = gf.decode(target, gf.lookup_drafts(6), [0], 60, 4, temperature=0)
     assert looked_up.tokens == plain.tokens
@@ -70,15 +69,15 @@ def toy_tree_pair():
 def test_specinfer_rule_is_exact_by_enumeration(width, depth):
     target, draft = toy_tree_pair()
     rounds = gf.tree_round_outcomes(target, draft, width, depth)
-    exact = gf.chained_outcomes(rounds, 0, 3)
-    assert gf.joint_tv(exact, gf.bigram_joint(target, 0, 3)) < 1e-12
+    chained = exact.chained_outcomes(rounds, 0, 3)
+    assert total_variation(chained, exact.bigram_joint(target, 0, 3)) < 1e-12
 
 
 def test_without_the_residual_update_it_is_not():
     target, draft = toy_tree_pair()
     rounds = gf.tree_round_outcomes(target, draft, 2, 2, update=False)
-    exact = gf.chained_outcomes(rounds, 0, 3)
-    assert gf.joint_tv(exact, gf.bigram_joint(target, 0, 3)) > 0.05
+    chained = exact.chained_outcomes(rounds, 0, 3)
+    assert total_variation(chained, exact.bigram_joint(target, 0, 3)) > 0.05
 
 
 def test_enumeration_is_exact_on_a_small_program():
@@ -86,7 +85,7 @@ def test_enumeration_is_exact_on_a_small_program():
         first = chance.draw([0.25, 0.75])
         return (first, chance.coin(0.5)) if first else (first, None)
 
-    out = gf.enumerate_outcomes(program)
+    out = exact.enumerate_outcomes(program)
     assert out == pytest.approx({(0, None): 0.25, (1, True): 0.375, (1, False): 0.375})
 
 
@@ -162,9 +161,7 @@ def test_typical_acceptance_is_a_distribution_and_drifts():
 
 @pytest.fixture(scope="module")
 def twin():
-    import gpt2
-
-    return gf.NumpyGPT2(gpt2.load(ROOT / "models" / "pytarget"))
+    return NumpyGPT2(checkpoints.load(ROOT / "models" / "pytarget"))
 
 
 def test_twin_tree_pass_equals_one_pass_per_branch(twin):

@@ -1,4 +1,5 @@
-"""notebooks/gpt2.py against Hugging Face transformers, through a fixture that transformers wrote.
+"""course/gpt2.py, loaded by course/checkpoints.py, against Hugging Face transformers, through a
+fixture that transformers wrote.
 
 tests/fixtures/tiny_gpt2 holds a small random GPT2LMHeadModel saved by save_pretrained, its
 logits and its greedy continuation (scripts/make_hf_fixture.py). No torch needed here.
@@ -7,7 +8,6 @@ logits and its greedy continuation (scripts/make_hf_fixture.py). No torch needed
 import http.server
 import json
 import pathlib
-import sys
 import threading
 import urllib.error
 
@@ -17,10 +17,10 @@ from tinygrad import Tensor, dtypes
 from tinygrad.nn.state import safe_load, safe_save
 
 import specmini
+from course import checkpoints, gpt2, tokenizers
+from course.numpy_gpt2 import NumpyGPT2
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "notebooks"))
-import gpt2  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "tiny_gpt2"
 MODELS = ROOT / "models"
@@ -32,7 +32,7 @@ ATOL = 1e-4  # float32 in both; the greedy path's smallest top-2 gap is 0.05, fa
 
 @pytest.fixture(scope="module")
 def model():
-    return gpt2.load(FIXTURE)
+    return checkpoints.load(FIXTURE)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def draft(tmp_path_factory):
         k: v for k, v in safe_load(FIXTURE / "model.safetensors").items() if ".h.1." not in k
     }
     safe_save(weights, str(directory / "model.safetensors"))
-    return gpt2.load(directory)
+    return checkpoints.load(directory)
 
 
 def test_logits_match_transformers(model):
@@ -61,7 +61,7 @@ def test_config_is_read(model):
 
 def test_config_counts_the_parameters_the_files_hold():
     weights = safe_load(str(FIXTURE / "model.safetensors"))
-    config = gpt2.Config.from_json(FIXTURE / "config.json")
+    config = checkpoints.read_config(FIXTURE / "config.json")
     assert config.parameters == sum(int(np.prod(t.shape)) for t in weights.values())
     assert gpt2.Config().parameters == 124_439_808  # GPT-2 small, as Hugging Face counts it
 
@@ -78,7 +78,7 @@ def test_cached_continuation_matches_full_forward(model):
 
 
 def test_rollback_matches_fresh_run(model):
-    seq, fresh = PROMPT + GREEDY, gpt2.load(FIXTURE)
+    seq, fresh = PROMPT + GREEDY, checkpoints.load(FIXTURE)
     model(seq, 0)
     changed = seq[:12] + [1, 2, 3, 4]  # start moves back and the tokens after 12 differ
     np.testing.assert_allclose(model(changed, 10), fresh(changed, 0)[10:], atol=ATOL)
@@ -103,7 +103,9 @@ def test_speculative_greedy_matches_transformers(model, draft):
 
 
 def test_half_precision_stays_close():
-    half = gpt2.load(FIXTURE, half=True)  # fp16 is meant for GPUs; tinygrad's CPU runs it too
+    half = checkpoints.load(
+        FIXTURE, half=True
+    )  # fp16 is meant for GPUs; tinygrad's CPU runs it too
     assert half.wte.weight.dtype == dtypes.half
     np.testing.assert_allclose(half(PROMPT, 0), LOGITS["prompt_logits"], atol=0.05)
 
@@ -124,14 +126,18 @@ def test_hub_layout_loads_to_the_same_logits(tmp_path):
     weights = safe_load(FIXTURE / "model.safetensors")
     hub_layout(tmp_path, weights, 64)
     assert "h.0.attn.bias" in safe_load(tmp_path / "model.safetensors")
-    np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+    np.testing.assert_allclose(
+        checkpoints.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL
+    )
 
 
 def test_a_cached_download_needs_no_network(monkeypatch, tmp_path):
     hub_layout(tmp_path / "gpt2", safe_load(FIXTURE / "model.safetensors"), 64)
-    monkeypatch.setattr(gpt2, "HUB", "http://127.0.0.1:9/{name}/resolve/main/{file}")
-    monkeypatch.setattr(gpt2, "cache_dir", lambda: tmp_path)
-    np.testing.assert_allclose(gpt2.load("gpt2")(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+    monkeypatch.setattr(checkpoints, "HUB", "http://127.0.0.1:9/{name}/resolve/main/{file}")
+    monkeypatch.setattr(checkpoints, "cache_dir", lambda: tmp_path)
+    np.testing.assert_allclose(
+        checkpoints.load("gpt2")(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL
+    )
 
 
 def test_tied_lm_head_is_accepted_and_an_untied_one_refused(tmp_path):
@@ -139,28 +145,32 @@ def test_tied_lm_head_is_accepted_and_an_untied_one_refused(tmp_path):
     weights["lm_head.weight"] = weights["transformer.wte.weight"]
     safe_save(weights, str(tmp_path / "model.safetensors"))
     (tmp_path / "config.json").write_text((FIXTURE / "config.json").read_text())
-    np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+    np.testing.assert_allclose(
+        checkpoints.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL
+    )
     weights["lm_head.weight"] = Tensor(weights["transformer.wte.weight"].numpy() * 2)
     safe_save(weights, str(tmp_path / "model.safetensors"))
     with pytest.raises(ValueError, match="ties them"):
-        gpt2.load(tmp_path)
+        checkpoints.load(tmp_path)
 
 
 def test_save_then_load_round_trip(model, tmp_path):
-    gpt2.save(model, tmp_path)
+    checkpoints.save(model, tmp_path)
     assert sorted(safe_load(tmp_path / "model.safetensors")) == sorted(
         safe_load(FIXTURE / "model.safetensors")
     )
-    np.testing.assert_allclose(gpt2.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL)
+    np.testing.assert_allclose(
+        checkpoints.load(tmp_path)(PROMPT, 0), LOGITS["prompt_logits"], atol=ATOL
+    )
 
 
 def test_a_padded_vocabulary_stays_inside_the_model(tmp_path):
     cfg = gpt2.Config(vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2)
     model = gpt2.GPT2(cfg)  # 100 tokens: the embedding holds 128 rows, the files 100
     assert model.wte.weight.shape == (128, 32)
-    gpt2.save(model, tmp_path)
+    checkpoints.save(model, tmp_path)
     assert safe_load(tmp_path / "model.safetensors")["transformer.wte.weight"].shape == (100, 32)
-    loaded, tokens = gpt2.load(tmp_path), [5, 99, 0, 42, 7]
+    loaded, tokens = checkpoints.load(tmp_path), [5, 99, 0, 42, 7]
     cached = loaded(tokens, 0)
     assert cached.shape == (5, 100)
     # the reference path (whole sequence, plain LayerNorms) and the compiled one agree
@@ -171,28 +181,28 @@ def test_a_padded_vocabulary_stays_inside_the_model(tmp_path):
 
 def test_bad_input_gives_clear_errors(model, tmp_path):
     with pytest.raises(FileNotFoundError, match="neither a model name"):
-        gpt2.load("gpt3-secret")
+        checkpoints.load("gpt3-secret")
     with pytest.raises(FileNotFoundError, match="neither a model name"):
-        gpt2.load(tmp_path / "missing")
+        checkpoints.load(tmp_path / "missing")
     (tmp_path / "pytorch_model.bin").write_bytes(b"not loaded")
     (tmp_path / "config.json").write_text((FIXTURE / "config.json").read_text())
     with pytest.raises(FileNotFoundError, match="pickled"):
-        gpt2.load(tmp_path)
+        checkpoints.load(tmp_path)
     weights = safe_load(FIXTURE / "model.safetensors")
     del weights["transformer.ln_f.bias"]
     safe_save(weights, str(tmp_path / "model.safetensors"))
     with pytest.raises(ValueError, match="missing weights.*ln_f.bias"):
-        gpt2.load(tmp_path)
+        checkpoints.load(tmp_path)
     with pytest.raises(ValueError, match="n_positions = 64"):
         model(list(range(65)), 64)
 
 
 def test_offline_download_names_the_url_and_the_cache(monkeypatch, tmp_path):
     # a port nothing listens on: the connection is refused at once, no network wait
-    monkeypatch.setattr(gpt2, "HUB", "http://127.0.0.1:9/{name}/resolve/main/{file}")
-    monkeypatch.setattr(gpt2, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(checkpoints, "HUB", "http://127.0.0.1:9/{name}/resolve/main/{file}")
+    monkeypatch.setattr(checkpoints, "cache_dir", lambda: tmp_path)
     with pytest.raises(ConnectionError) as error:
-        gpt2.load("gpt2")
+        checkpoints.load("gpt2")
     assert "http://127.0.0.1:9/gpt2/resolve/main/config.json" in str(error.value)
     assert str(tmp_path / "gpt2") in str(error.value)
 
@@ -216,20 +226,22 @@ def test_an_interrupted_call_leaves_a_cache_that_gives_fresh_results(model, monk
         model(seq, 0)
     monkeypatch.undo()
     # positions 4 to 19 now hold seq's keys and values, not before's
-    np.testing.assert_allclose(model(before, 20), gpt2.load(FIXTURE)(before, 20), atol=ATOL)
+    np.testing.assert_allclose(model(before, 20), checkpoints.load(FIXTURE)(before, 20), atol=ATOL)
 
 
 def test_weights_changed_after_running_take_effect(tmp_path):
-    other = gpt2.GPT2(gpt2.load(FIXTURE).config)  # new random weights, same shapes
-    gpt2.save(other, tmp_path)
-    model = gpt2.load(FIXTURE)
+    other = gpt2.GPT2(checkpoints.load(FIXTURE).config)  # new random weights, same shapes
+    checkpoints.save(other, tmp_path)
+    model = checkpoints.load(FIXTURE)
     model(PROMPT, 0)
     model(PROMPT + GREEDY[:1], len(PROMPT))  # both compiled calls have run
-    gpt2.load_state(model, gpt2.read_safetensors(tmp_path / "model.safetensors"), tmp_path)
-    fresh = gpt2.load(tmp_path)
+    checkpoints.load_state(
+        model, checkpoints.read_safetensors(tmp_path / "model.safetensors"), tmp_path
+    )
+    fresh = checkpoints.load(tmp_path)
     np.testing.assert_allclose(model(PROMPT, 0), fresh(PROMPT, 0), atol=ATOL)
     model.half()
-    assert np.array_equal(model(PROMPT, 0), gpt2.load(tmp_path, half=True)(PROMPT, 0))
+    assert np.array_equal(model(PROMPT, 0), checkpoints.load(tmp_path, half=True)(PROMPT, 0))
 
 
 @pytest.mark.parametrize(
@@ -249,7 +261,7 @@ def test_bad_configs_are_refused_naming_the_file(tmp_path, config, message):
     )
     (tmp_path / "model.safetensors").write_bytes((FIXTURE / "model.safetensors").read_bytes())
     with pytest.raises(ValueError, match=message) as error:
-        gpt2.load(tmp_path)
+        checkpoints.load(tmp_path)
     assert str(tmp_path / "config.json") in str(error.value)
 
 
@@ -272,7 +284,7 @@ def test_corrupt_weight_files_get_one_clear_error(tmp_path, damage):
     (tmp_path / "model.safetensors").write_bytes(broken)
     (tmp_path / "config.json").write_text((FIXTURE / "config.json").read_text())
     with pytest.raises(ValueError, match="not a complete safetensors file.*download it again"):
-        gpt2.load(tmp_path)
+        checkpoints.load(tmp_path)
 
 
 class Truncating(http.server.BaseHTTPRequestHandler):
@@ -293,11 +305,11 @@ def test_a_download_that_stops_half_way_leaves_nothing_behind(monkeypatch, tmp_p
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}/{{name}}/resolve/main/{{file}}"
-        monkeypatch.setattr(gpt2, "HUB", url)
-        monkeypatch.setattr(gpt2, "cache_dir", lambda: tmp_path)
+        monkeypatch.setattr(checkpoints, "HUB", url)
+        monkeypatch.setattr(checkpoints, "cache_dir", lambda: tmp_path)
         # a ConnectionError, as when offline: notebook 05's "auto" mode falls back on it
         with pytest.raises(ConnectionError, match="stopped at 10 of 1000 bytes"):
-            gpt2.load("gpt2")
+            checkpoints.load("gpt2")
     finally:
         server.shutdown()
     assert list(tmp_path.rglob("*.*")) == [], "no partial file may stay in the cache"
@@ -316,11 +328,11 @@ def test_real_hub_urls_and_cache_are_used(monkeypatch, tmp_path):
         calls.append((url, name))
         raise urllib.error.URLError("no network")
 
-    monkeypatch.setattr(gpt2, "fetch", offline_fetch)
+    monkeypatch.setattr(checkpoints, "fetch", offline_fetch)
     with pytest.raises(ConnectionError, match="huggingface.co/gpt2-xl/resolve/main/config.json"):
-        gpt2.load("gpt2-xl")
-    assert calls == [(gpt2.HUB.format(name="gpt2-xl", file="config.json"),
-                      gpt2.cache_dir() / "gpt2-xl" / "config.json")]  # fmt: skip
+        checkpoints.load("gpt2-xl")
+    assert calls == [(checkpoints.HUB.format(name="gpt2-xl", file="config.json"),
+                      checkpoints.cache_dir() / "gpt2-xl" / "config.json")]  # fmt: skip
 
 
 def test_offline_tokenizer_error_is_clear(monkeypatch):
@@ -331,11 +343,11 @@ def test_offline_tokenizer_error_is_clear(monkeypatch):
 
     monkeypatch.setattr(tiktoken, "get_encoding", offline)
     with pytest.raises(ConnectionError, match="tiktoken's gpt2 encoding.*caches them in"):
-        gpt2.gpt2_tokenizer()
+        tokenizers.gpt2_tokenizer()
 
 
 def test_byte_tokenizer_round_trip():
-    tok = gpt2.ByteTokenizer()
+    tok = tokenizers.ByteTokenizer()
     text = "def f(x):\n    return x + 1  # é\n"
     assert tok.decode(tok.encode(text)) == text and max(tok.encode(text)) < 256
 
@@ -343,14 +355,14 @@ def test_byte_tokenizer_round_trip():
 @pytest.mark.parametrize("name", ["pytarget", "pydraft"])
 def test_offline_pair_is_as_documented(name):
     record = json.loads((MODELS / name / "training.json").read_text())
-    model = gpt2.load(MODELS / name)
+    model = checkpoints.load(MODELS / name)
     cfg = model.config
     assert (cfg.vocab_size, cfg.n_positions) == (256, record["context"])
     assert {k: getattr(cfg, k) for k in record["config"]} == record["config"]
     n_params = sum(int(np.prod(t.shape)) for t in gpt2.weights(model).values())
     assert n_params == record["parameters"]
     assert set(record["final_losses_nats_per_byte"]) >= {"train", "validation"}
-    text = gpt2.ByteTokenizer().encode("import os\n")
+    text = tokenizers.ByteTokenizer().encode("import os\n")
     out = specmini.autoregressive(model, text, 8, temperature=0)
     assert len(out.tokens) == 8 and all(0 <= t < 256 for t in out.tokens)
 
@@ -361,3 +373,29 @@ def test_offline_pair_fits_the_budget():
     target = json.loads((MODELS / "pytarget" / "training.json").read_text())["parameters"]
     draft = json.loads((MODELS / "pydraft" / "training.json").read_text())["parameters"]
     assert draft * 10 <= target  # the draft costs about a tenth of the target or less
+
+
+def test_fewer_buckets_compile_fewer_calls_and_give_the_same_logits(model):
+    few = checkpoints.load(FIXTURE, buckets=(1, 8))  # notebook 07: each size compiles for seconds
+    model.reset()
+    np.testing.assert_allclose(few(PROMPT + GREEDY, 0), model(PROMPT + GREEDY, 0), atol=ATOL)
+    seq, start = PROMPT + GREEDY[:3], len(PROMPT) + 1
+    np.testing.assert_allclose(few(seq, start), model(seq, start), atol=ATOL)
+    assert set(few.compiled) <= {1, 8} and few.buckets == (1, 8)
+    with pytest.raises(ValueError, match="buckets"):
+        gpt2.GPT2(model.config, buckets=(2, 8))  # a one-token step needs its own call
+
+
+def test_the_numpy_twin_gives_the_models_logits(model):
+    twin = NumpyGPT2(model)  # picoGPT-style: the same weights, plain numpy, float64
+    np.testing.assert_allclose(twin(PROMPT + GREEDY, 0), LOGITS["greedy_logits"], atol=ATOL)
+    model.reset()
+    seq = PROMPT + GREEDY[:5]
+    np.testing.assert_allclose(twin(seq, len(PROMPT)), model(seq, len(PROMPT)), atol=ATOL)
+    assert twin.cached == seq[: len(PROMPT)]  # it keeps the keys and values of what it read
+
+
+def test_common_prefix_stops_at_the_limit():
+    assert gpt2.common_prefix([1, 2, 3, 4], [1, 2, 9, 4], 4) == 2
+    assert gpt2.common_prefix([1, 2, 3], [1, 2, 3, 4], 2) == 2
+    assert gpt2.common_prefix([], [1], 1) == 0

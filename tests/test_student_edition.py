@@ -185,8 +185,12 @@ def test_the_edition_has_every_notebook_and_what_they_import(built):
     _, edition = built
     notebooks = edition / "notebooks"
     assert sorted(p.stem for p in notebooks.glob("*.ipynb")) == SELF_STUDY
-    modules = sorted(p.name for p in (REPO / "notebooks").glob("*.py"))
-    assert sorted(p.name for p in notebooks.glob("*.py")) == modules
+    assert not list(notebooks.glob("*.py"))  # the course's code is the package course/
+    course = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "course").rglob("*.py"))
+    assert (
+        sorted(p.relative_to(edition).as_posix() for p in (edition / "course").rglob("*.py"))
+        == course
+    )
     for name in ["specmini/__init__.py", "models", "figures", "requirements.txt", "pyproject.toml"]:
         assert (edition / name).exists(), f"the edition lacks {name}"
     assert "jupyter lab" in (edition / "README.md").read_text()

@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import specmini
+from course.figures import save
 
 
 def plot_expected_tokens(path=None, alphas=(0.9, 0.8, 0.7, 0.6, 0.5), max_k=12):
@@ -23,7 +24,7 @@ def plot_expected_tokens(path=None, alphas=(0.9, 0.8, 0.7, 0.6, 0.5), max_k=12):
     ax.set_ylim(0, 11)
     ax.legend()
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        save(fig, path)
     return fig
 
 

@@ -7,10 +7,10 @@ A stub that still raises NotImplementedError counts as "not attempted yet", not 
 """
 
 import numpy as np
-from grading import grade
-from toys import TARGET_ABC as ABC  # the course's target over A/B/C
 
 import specmini
+from course.exercises.grading import expect, grade
+from course.toys import TARGET_ABC as ABC  # the course's target over A/B/C
 
 # Exercise 1: sample_with_uniform(probs, u) -> token id, by inverting the cumulative distribution.
 
@@ -28,23 +28,23 @@ def abc_points(fn):
     expected = {0.0: 0, 0.3: 0, 0.59: 0, 0.61: 1, 0.85: 1, 0.91: 2, 0.999: 2}
     got = {u: fn(ABC, u) for u in expected}
     wrong = [u for u in expected if got[u] != expected[u]]
-    return f"the token is wrong for u = {', '.join(map(str, wrong))}" if wrong else None
+    expect(not wrong, f"the token is wrong for u = {', '.join(map(str, wrong))}")
 
 
 def returns_int(fn):
     token = fn(ABC, 0.5)
     ok = isinstance(token, int | np.integer) and not isinstance(token, bool)
-    return None if ok else f"returned a {type(token).__name__}, not an int token id"
+    expect(ok, f"returned a {type(token).__name__}, not an int token id")
 
 
 def abc_grid(fn):
     got = counts(fn, ABC, 1000)
-    return None if got.tolist() == [600, 300, 100] else f"counted {got.tolist()} for A, B, C"
+    expect(got.tolist() == [600, 300, 100], f"counted {got.tolist()} for A, B, C")
 
 
 def zero_never_drawn(fn):
     got = counts(fn, np.array([0.5, 0.0, 0.5]), 1000)
-    return None if got[1] == 0 else f"drew the probability-0 token {got[1]} times in 1000"
+    expect(got[1] == 0, f"drew the probability-0 token {got[1]} times in 1000")
 
 
 def random_grids(fn):
@@ -65,7 +65,7 @@ def same_as_specmini(fn):
     mine = [int(fn(ABC, theirs.random())) for _ in range(2000)]
     reference = [specmini.sample(ABC, ours) for _ in range(2000)]
     diff = sum(a != b for a, b in zip(mine, reference, strict=True))
-    return None if diff == 0 else f"{diff} of 2000 draws differ from specmini.sample"
+    expect(diff == 0, f"{diff} of 2000 draws differ from specmini.sample")
 
 
 SAMPLE_CASES = [
@@ -121,37 +121,34 @@ def scored(fn, prefix=PREFIX, drafts=DRAFTS):
 def k_plus_one_rows(fn):
     rows, _ = scored(fn)
     ok = rows.shape == (len(DRAFTS) + 1, 5)
-    return None if ok else f"shape {rows.shape} for K = {len(DRAFTS)} drafts over 5 tokens"
+    expect(ok, f"shape {rows.shape} for K = {len(DRAFTS)} drafts over 5 tokens")
 
 
 def rows_are_distributions(fn):
     rows, _ = scored(fn)
     ok = np.all(rows >= 0) and np.allclose(rows.sum(-1), 1)
-    return None if ok else "rows must be probabilities (>= 0, summing to 1), not logits"
+    expect(ok, "rows must be probabilities (>= 0, summing to 1), not logits")
 
 
 def rows_match_contexts(fn):
     rows, want = scored(fn)[0], reference_rows(PREFIX, DRAFTS)
-    if rows.shape != want.shape:
-        return f"shape {rows.shape}: not one row per context"
+    expect(rows.shape == want.shape, f"shape {rows.shape}: not one row per context")
     bad = [j for j in range(len(want)) if not np.allclose(rows[j], want[j])]
-    return None if not bad else f"rows {bad} do not match the context prefix + drafts[:j]"
+    expect(not bad, f"rows {bad} do not match the context prefix + drafts[:j]")
 
 
 def one_call(fn):
     _, calls = scored(fn)
-    return None if calls == 1 else f"called the model {calls} times; one pass is enough"
+    expect(calls == 1, f"called the model {calls} times; one pass is enough")
 
 
 def no_drafts(fn):
     rows, calls = scored(fn, [2, 1], [])
     want = reference_rows([2, 1], [])
-    if calls != 1:
-        return f"with K = 0 called the model {calls} times"
-    if rows.shape != want.shape:
-        return f"with K = 0 returned shape {rows.shape}: not a single row"
+    expect(calls == 1, f"with K = 0 called the model {calls} times")
+    expect(rows.shape == want.shape, f"with K = 0 returned shape {rows.shape}: not a single row")
     ok = np.allclose(rows, want)
-    return None if ok else "with K = 0 the row is not the distribution after the prefix"
+    expect(ok, "with K = 0 the row is not the distribution after the prefix")
 
 
 SCORE_CASES = [

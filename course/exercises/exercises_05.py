@@ -6,9 +6,9 @@ expected alpha. `QUIZ` holds the quiz's answers as `grading.answer_key` hashes o
 """
 
 import numpy as np
-from grading import grade
 
 import specmini
+from course.exercises.grading import grade
 
 # Exercise: alpha_from_tokens(tokens_per_round, k) -> the alpha in [0, 1] with
 # expected_tokens(alpha, k) equal to tokens_per_round. specmini has no such function, so there is

@@ -1,6 +1,7 @@
 """The longer code of notebook 05 (the speed-up, the best K, and when it pays off): its plots,
 the live rounds behind the sliders, and the lossy U[0, b] round. The notebook shows the calls and
-the pictures. No exercise solution lives here."""
+the pictures. Its plot helpers return their figure; the live views (live_rounds, lossy_rounds)
+show theirs, as they run inside a slider's output. No exercise solution lives here."""
 
 import ast
 import json
@@ -9,7 +10,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import HTML, display
-from toys import (
+
+import specmini
+from course.figures import save
+from course.toys import (
     DRAFT_ABC,
     TARGET_ABC,
     bigram_pair,
@@ -18,8 +22,6 @@ from toys import (
     show_rounds,
     total_variation,
 )
-
-import specmini
 from specmini.decode import next_probs
 
 KS = np.arange(1, 21)  # the K searched for the best one
@@ -61,8 +63,8 @@ def plot_speedup_best_k(path=None, c_left=0.05):
     right.legend()
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.show()
+        save(fig, path)
+    return fig
 
 
 def plot_verification_cost(alpha, c, slopes, path=None):
@@ -78,8 +80,8 @@ def plot_verification_cost(alpha, c, slopes, path=None):
     ax.set_title(f"alpha = {alpha}, c = {c}: a verification pass that costs more (stars: best K)")
     ax.legend(loc="lower right")
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.show()
+        save(fig, path)
+    return fig
 
 
 def numbers_in_notebook(path, names):

@@ -9,13 +9,26 @@ function a scripted stand-in for numpy's random generator and follows every path
 draft token, every interval a uniform can fall in, every last token), each with its probability.
 """
 
-import itertools
-
 import numpy as np
-from grading import as_array, grade
-from toys import DRAFT_ABC, TARGET_ABC, TableModel, bigram_pair, constant_model
 
 import specmini
+from course.exact import (
+    Script,
+    TooManyPaths,
+    bigram_joint,
+    chained_outcomes,
+    enumerate_outcomes,
+    round_outcomes,
+)
+from course.exercises.grading import Wrong, as_array, expect, grade
+from course.toys import (
+    DRAFT_ABC,
+    TARGET_ABC,
+    TableModel,
+    bigram_pair,
+    constant_model,
+    total_variation,
+)
 
 GRID = [(alpha, k) for alpha in (0.0, 0.1, 0.35, 0.5, 0.8, 0.95, 0.999, 1.0) for k in (1, 2, 4, 8)]
 
@@ -51,15 +64,18 @@ def worked_example(fn):
 
 
 def length_k_plus_one(fn):
-    bad = [(a, k) for a, k in GRID if as_array(fn(a, k)).shape != (k + 1,)]
-    return None if not bad else f"(alpha, k) = {bad[0]}: expected k + 1 entries, for n = 1..k+1"
+    for a, k in GRID:
+        shape = as_array(fn(a, k)).shape
+        expect(shape == (k + 1,), f"(alpha, k) = {(a, k)}: expected k + 1 entries, for n = 1..k+1")
 
 
 def sums_to_one(fn):
     for alpha, k in GRID:
         got = as_array(fn(alpha, k))
-        if not np.isclose(got.sum(), 1) or np.any(got < 0):
-            return f"alpha {alpha}, k {k}: yours sums to {got.sum():.4f}, or has a negative entry"
+        expect(
+            np.isclose(got.sum(), 1) and np.all(got >= 0),
+            f"alpha {alpha}, k {k}: yours sums to {got.sum():.4f}, or has a negative entry",
+        )
     return None
 
 
@@ -67,16 +83,17 @@ def mean_is_expected_tokens(fn):
     for alpha, k in GRID:
         got = as_array(fn(alpha, k))
         mean = float(got @ np.arange(1, len(got) + 1))
-        if not np.isclose(mean, specmini.expected_tokens(alpha, k)):
-            return f"alpha {alpha}, k {k}: your mean, {mean:.4f}, is not expected_tokens(alpha, k)"
+        expect(
+            np.isclose(mean, specmini.expected_tokens(alpha, k)),
+            f"alpha {alpha}, k {k}: your mean, {mean:.4f}, is not expected_tokens(alpha, k)",
+        )
     return None
 
 
 def extremes(fn):
     for alpha, what in [(0.0, "every draft rejected"), (1.0, "every draft accepted")]:
         off = off_entries(as_array(fn(alpha, 3)), round_sizes(alpha, 3))
-        if off:
-            return f"alpha = {alpha:g}, k = 3 ({what}): {off}"
+        expect(not off, f"alpha = {alpha:g}, k = 3 ({what}): {off}")
     return None
 
 
@@ -89,8 +106,7 @@ def matches_generate(fn):
         sizes += [r.accepted + 1 for r in rounds if r.drafted == k]  # full rounds only
     freq = np.bincount(sizes, minlength=k + 2)[1:] / len(sizes)
     got = as_array(fn(0.8, k))
-    if got.shape != freq.shape:
-        return f"got {got.size} entries for k = {k}, expected k + 1"
+    expect(got.shape == freq.shape, f"got {got.size} entries for k = {k}, expected k + 1")
     error = np.sqrt(got.clip(0, 1) * (1 - got.clip(0, 1)) / len(sizes)) + 1e-9
     z = (got - freq) / error
     worst = int(np.argmax(np.abs(z)))
@@ -138,24 +154,14 @@ def cuts_of(target_rows, draft_rows):
     return np.unique(np.round(np.concatenate([[0.0, 1.0], ratios, 1 - ratios]), 12))
 
 
-class Wrong(Exception):
-    """What went wrong in a learner's round, said without the expected answer."""
-
-
-class ScriptedRng:
-    """Stands in for np.random.Generator, following a script of branches: `choice` branches over
-    the tokens of nonzero probability, `random` over the intervals between the cuts (it returns
-    the middle of one). Each run records the branches taken and their probability."""
+class ScriptedRng(Script):
+    """Stands in for np.random.Generator, following a script of branches (course.exact.Script):
+    `choice` branches over the tokens of nonzero probability, `random` over the intervals
+    between the cuts (it returns the middle of one)."""
 
     def __init__(self, script, cuts):
-        self.script, self.cuts, self.taken, self.widths, self.weight = script, cuts, [], [], 1.0
-
-    def branch(self, weights):
-        i = self.script[len(self.taken)] if len(self.taken) < len(self.script) else 0
-        self.taken.append(i)
-        self.widths.append(len(weights))
-        self.weight *= weights[i]
-        return i
+        super().__init__(script)
+        self.cuts = cuts
 
     def choice(self, a, size=None, replace=True, p=None, **_):
         if size is not None:
@@ -203,54 +209,23 @@ def new_tokens(fn, target, draft, prefix, k, rng):
 
 def round_paths(fn, target, draft, prefix, k, cuts, most=20_000):
     """Every path of one round of `fn`, run once each: {new tokens: exact probability}."""
-    out, scripts = {}, [()]
-    while scripts:
-        script = scripts.pop()
-        rng = ScriptedRng(script, cuts)
-        tokens = new_tokens(fn, target, draft, prefix, k, rng)
-        for depth in range(len(script), len(rng.taken)):  # new branch points: the siblings
-            scripts += [(*rng.taken[:depth], b) for b in range(1, rng.widths[depth])]
-        out[tokens] = out.get(tokens, 0.0) + rng.weight
-        most -= 1
-        if most == 0:
-            raise Wrong("more than 20,000 paths in one round: does it draw more than it needs?")
+    try:
+        out = enumerate_outcomes(
+            lambda rng: new_tokens(fn, target, draft, prefix, k, rng),
+            lambda script: ScriptedRng(script, cuts),
+            most,
+        )
+    except TooManyPaths:
+        raise Wrong(
+            "more than 20,000 paths in one round: does it draw more than it needs?"
+        ) from None
     if not np.isclose(sum(out.values()), 1):
         raise Wrong("the round's paths do not add up: does it use randomness other than rng?")
     return out
 
 
-def algorithm_round(last, k):
-    """The exact outcomes of one round on the tables above, from `last`, computed (not run)."""
-    out = {}
-
-    def add(tokens, prob):
-        out[tokens] = out.get(tokens, 0.0) + prob
-
-    def walk(prev, kept, prob):
-        target, draft = ROUND_TARGET[prev], ROUND_DRAFT[prev]
-        if len(kept) == k:  # every draft passed: one more token from the target's last row
-            for y in np.flatnonzero(target):
-                add((*kept, int(y)), prob * target[y])
-            return
-        rejected = 0.0
-        for x in np.flatnonzero(draft):
-            passes = min(1.0, target[x] / draft[x])
-            walk(x, (*kept, int(x)), prob * draft[x] * passes)
-            rejected += draft[x] * (1 - passes)
-        fix = specmini.residual(target, draft)
-        for y in np.flatnonzero(fix):
-            add((*kept, int(y)), prob * rejected * fix[y])
-
-    walk(last, (), 1.0)
-    return out
-
-
 def round_models():
     return table_model(ROUND_TARGET), table_model(ROUND_DRAFT), cuts_of(ROUND_TARGET, ROUND_DRAFT)
-
-
-def total_variation(a, b):
-    return 0.5 * sum(abs(a.get(key, 0.0) - b.get(key, 0.0)) for key in set(a) | set(b))
 
 
 def sizes_and_calls(fn):
@@ -259,37 +234,25 @@ def sizes_and_calls(fn):
         rng, seq = np.random.default_rng(k), [0]
         for _ in range(10):
             target.calls = draft.calls = 0
-            try:
-                seq += new_tokens(fn, target, draft, seq, k, rng)
-            except Wrong as e:
-                return str(e)
-            if target.calls != 1:
-                return f"k = {k}: {target.calls} target calls in one round, not one"
-            if draft.calls != k:
-                return f"k = {k}: {draft.calls} draft calls in one round, not k"
+            seq += new_tokens(fn, target, draft, seq, k, rng)
+            expect(target.calls == 1, f"k = {k}: {target.calls} target calls in one round, not one")
+            expect(draft.calls == k, f"k = {k}: {draft.calls} draft calls in one round, not k")
     return None
 
 
 def chained_is_the_target(fn):
     """Rounds chained from token 0, cut to ROUND_LENGTH tokens, against the target's own joint."""
     target, draft, cuts = round_models()
-    cache, done, frontier = {}, {}, {(): 1.0}
-    try:
-        while frontier:
-            seq, prob = frontier.popitem()
-            key = (len(seq), seq[-1] if seq else 0)  # bigram models: the last token is the context
-            if key not in cache:
-                cache[key] = round_paths(fn, target, draft, [0, *seq], ROUND_K, cuts)
-            for new, p in cache[key].items():
-                longer = (seq + new)[:ROUND_LENGTH]
-                bucket = done if len(longer) == ROUND_LENGTH else frontier
-                bucket[longer] = bucket.get(longer, 0.0) + prob * p
-    except Wrong as e:
-        return str(e)
-    want = {}
-    for seq in itertools.product(range(len(ROUND_TARGET)), repeat=ROUND_LENGTH):
-        steps = zip((0, *seq[:-1]), seq, strict=True)
-        want[seq] = np.prod([ROUND_TARGET[a, b] for a, b in steps])
+    cache = {}
+
+    def rounds(text, remaining):  # bigram models: the last token is the context
+        key = (len(text) - 1, text[-1])
+        if key not in cache:
+            cache[key] = round_paths(fn, target, draft, list(text), ROUND_K, cuts)
+        return cache[key]
+
+    done = chained_outcomes(rounds, first=0, length=ROUND_LENGTH)
+    want = bigram_joint(ROUND_TARGET, first=0, length=ROUND_LENGTH)
     for position in range(ROUND_LENGTH):  # the first position that is off, if one is
         mine, its = {}, {}
         for seq in set(done) | set(want):
@@ -299,19 +262,18 @@ def chained_is_the_target(fn):
             distance = total_variation(mine, its)
             return f"new token {position + 1} does not follow the target (off by {distance:.3f} TV)"
     distance = total_variation(done, want)
-    if distance > 1e-9:
-        return f"each position follows the target, but not the joint (off by {distance:.3f} TV)"
+    expect(
+        distance <= 1e-9,
+        f"each position follows the target, but not the joint (off by {distance:.3f} TV)",
+    )
     return None
 
 
 def one_round_outcomes(fn):
     target, draft, cuts = round_models()
     for last in range(len(ROUND_TARGET)):
-        try:
-            mine = round_paths(fn, target, draft, [last], ROUND_K, cuts)
-        except Wrong as e:
-            return str(e)
-        its = algorithm_round(last, ROUND_K)
+        mine = round_paths(fn, target, draft, [last], ROUND_K, cuts)
+        its = round_outcomes(ROUND_TARGET, ROUND_DRAFT, last, ROUND_K)
         for n in range(ROUND_K + 1, 0, -1):  # the bonus first: its absence is the common bug
             p_mine = sum(p for seq, p in mine.items() if len(seq) == n)
             p_its = sum(p for seq, p in its.items() if len(seq) == n)
@@ -321,8 +283,10 @@ def one_round_outcomes(fn):
                 what = "all kept, then the bonus" if n == ROUND_K + 1 else fix
                 size = f"{n} token{'s' if n > 1 else ''}"
                 return f"after token {last}: rounds of {size} ({what}) are {way}"
-        if total_variation(mine, its) > 1e-9:
-            return f"after token {last}: right lengths, but the tokens in them are off"
+        expect(
+            total_variation(mine, its) <= 1e-9,
+            f"after token {last}: right lengths, but the tokens in them are off",
+        )
     return None
 
 
@@ -331,11 +295,8 @@ def same_as_generate(fn):
         for seed, prompt in [(0, [0]), (1, [3, 1, 4]), (2, [5])]:
             target, draft = bigram_pair(vocab_size=6, quality=0.7, seed=seed)
             rng, mine = np.random.default_rng(seed), []
-            try:
-                while len(mine) < 30:
-                    mine += new_tokens(fn, target, draft, prompt + mine, k, rng)
-            except Wrong as e:
-                return str(e)
+            while len(mine) < 30:
+                mine += new_tokens(fn, target, draft, prompt + mine, k, rng)
             # A budget of 40: every round that starts before token 30 drafts all k tokens.
             its = specmini.generate(target, draft, prompt, 40, k=k, seed=seed).tokens
             apart = next((i for i in range(30) if mine[i] != its[i]), None)

@@ -1,7 +1,9 @@
 """The methods of notebook 07 (going further), each written on top of specmini's accept test,
 residual and sampling: prompt lookup, early exit, token trees with multi-draft acceptance,
 dynamic K, speculative speculative decoding (SSD) and typical acceptance. The notebook shows the
-calls, the checks and the numbers. No exercise solution lives here.
+calls, the checks and the numbers. No exercise solution lives here. Its plots are in
+course.lessons.lesson_07, the numpy GPT-2 it builds token trees on in course.numpy_gpt2, exact
+enumeration in course.exact.
 
 Every decoder here follows specmini.generate's round (Leviathan et al. 2023, Algorithm 1):
 propose up to k tokens, score them all in one target call, keep the accepted prefix, end with
@@ -10,17 +12,13 @@ one token of the target's. What changes from method to method is who proposes, h
 """
 
 import dataclasses
-import os
-import platform
-import time
-from pathlib import Path
 
-import gpt2
-import matplotlib.pyplot as plt
 import numpy as np
-from toys import TableModel, total_variation
 
 import specmini
+from course import checkpoints, gpt2
+from course.exact import Script, enumerate_outcomes
+from course.toys import TableModel, acceptance, total_variation
 from specmini.decode import next_probs
 
 # ---------- randomness ----------
@@ -115,10 +113,8 @@ def model_drafts(draft):
 
 def summary(g):
     """Acceptance (accept tests passed / run), tokens per target call, target calls."""
-    accepted = sum(r.accepted for r in g.rounds)
-    tests = accepted + sum(r.ended_with == "correction" for r in g.rounds)
     return {
-        "acceptance": accepted / max(tests, 1),
+        "acceptance": acceptance(g),
         "per_call": len(g.tokens) / len(g.rounds),
         "calls": len(g.rounds),
         "drafted": sum(r.drafted for r in g.rounds),
@@ -152,145 +148,20 @@ def lookup_drafts(vocab_size, max_ngram=3):
     return propose
 
 
-# ---------- models: compiled calls of few sizes, and a numpy twin ----------
+# ---------- 2. self-speculation: an early exit ----------
 
 
-class Bucketed:
-    """A gpt2.GPT2 whose calls run only the new-token counts in `sizes` (padded with token 0
-    when fewer are real), so that few compiled calls are built: each new count compiles for
-    seconds on a CPU. A call with n new rows runs the smallest size >= n; the cache is brought
-    up to `start` in chunks of the largest size.
-
-    Padding is safe: the model keeps its cache for the longest common prefix of what it has and
-    what it is given, so a padding entry is reused only where it is the real token anyway.
-    """
-
-    def __init__(self, model, sizes):
-        self.model, self.sizes, self.config = model, sorted(sizes), model.config
-
-    def call(self, tokens, start):
-        size = next((s for s in self.sizes if s >= len(tokens) - start), self.sizes[-1])
-        pad = min(size - (len(tokens) - start), self.config.n_positions - len(tokens))
-        return self.model(list(tokens) + [0] * pad, start)[: len(tokens) - start]
-
-    def __call__(self, tokens, start):
-        tokens, cached, big = list(tokens), self.model.cached, self.sizes[-1]
-        kept = 0
-        while kept < min(start, len(cached)) and cached[kept] == tokens[kept]:
-            kept += 1
-        for i in range(kept, start, big):  # bring the cache up to `start`
-            self.call(tokens[: min(i + big, start)], i)
-        rows = [self.call(tokens[: i + big], i) for i in range(start, len(tokens), big)]
-        return np.concatenate(rows)
-
-    def reset(self):
-        self.model.reset()
-
-
-def early_exit(model, layers):
+def early_exit(model, layers, buckets=gpt2.BUCKETS):
     """The target's first `layers` blocks with its own final norm and head, as a model of its
-    own: a draft with no training and no new weights (LayerSkip, Draft & Verify)."""
+    own: a draft with no training and no new weights (LayerSkip, Draft & Verify). `buckets`:
+    the new-token counts it compiles calls for (gpt2.GPT2)."""
     cfg = dataclasses.replace(model.config, n_layer=layers)
     state = {
         name: t
-        for name, t in gpt2.hf_state_dict(model, prefix="").items()
+        for name, t in checkpoints.hf_state_dict(model, prefix="").items()
         if not name.startswith("h.") or int(name.split(".")[1]) < layers
     }
-    return gpt2.load_state(gpt2.GPT2(cfg), state, f"the first {layers} blocks")
-
-
-def layer_norm(x, gain, bias, eps):
-    mean = x.mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + eps) * gain + bias
-
-
-def gelu(x):  # the tanh approximation, GPT-2's gelu_new
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-
-
-class NumpyGPT2:
-    """The same GPT-2 in numpy (float64), with nothing to compile and two things gpt2.py's
-    compiled calls do not take: any attention mask among the new tokens (a token tree needs
-    one) and an exit after any block (early exit). It keeps the keys and values of the last
-    text it read, as gpt2.py does, and is a specmini model too."""
-
-    def __init__(self, model):
-        self.config = model.config
-        self.w = {k: v.float().numpy().astype(np.float64) for k, v in gpt2.weights(model).items()}
-        self.cached, self.past = [], [(np.zeros((0, 0)),) * 2] * model.config.n_layer
-
-    def norm(self, x, name):
-        w, eps = self.w, self.config.layer_norm_epsilon
-        return layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
-
-    def linear(self, x, name):  # weights held (out, in), as gpt2.py holds them
-        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
-
-    def run(self, tokens, positions, mask, past, exits=None):
-        """New tokens at `positions`, after the keys and values in `past` (one (keys, values)
-        pair per block, each (heads, n_past, width)), all of which they see; among themselves
-        token i sees token j where mask[i, j]. Returns the logits after each block in `exits`
-        (default: the last) and the blocks' new keys and values."""
-        cfg, w = self.config, self.w
-        heads, width, n = cfg.n_head, cfg.n_embd // cfg.n_head, len(tokens)
-        exits = exits or [cfg.n_layer]
-        x = w["wte.weight"][tokens] + w["wpe.weight"][positions]
-        out, new_past = {}, []
-        for i in range(max(exits)):
-            qkv = self.linear(self.norm(x, f"h.{i}.ln_1"), f"h.{i}.attn.c_attn")
-            q, k, v = qkv.reshape(n, 3, heads, width).transpose(1, 2, 0, 3)  # (heads, n, width)
-            if past[i][0].size:
-                k, v = np.concatenate([past[i][0], k], 1), np.concatenate([past[i][1], v], 1)
-            new_past.append((k, v))
-            sees = np.concatenate([np.ones((n, k.shape[1] - n), bool), mask], 1)
-            scores = np.where(sees, q @ k.transpose(0, 2, 1) / np.sqrt(width), -np.inf)
-            weights = np.exp(scores - scores.max(-1, keepdims=True))
-            y = (weights / weights.sum(-1, keepdims=True)) @ v  # (heads, n, width)
-            x = x + self.linear(y.transpose(1, 0, 2).reshape(n, cfg.n_embd), f"h.{i}.attn.c_proj")
-            h = gelu(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc"))
-            x = x + self.linear(h, f"h.{i}.mlp.c_proj")
-            if i + 1 in exits:  # the final norm and the tied head, after block i + 1
-                out[i + 1] = self.norm(x, "ln_f") @ w["wte.weight"][: cfg.vocab_size].T
-        return [out[e] for e in exits], new_past
-
-    def read(self, tokens):
-        """Keys and values of a text, reusing what is cached for its longest common prefix."""
-        kept = 0
-        while kept < min(len(tokens), len(self.cached)) and self.cached[kept] == tokens[kept]:
-            kept += 1
-        past = [(k[:, :kept], v[:, :kept]) for k, v in self.past]
-        if kept < len(tokens):
-            new = np.arange(kept, len(tokens))
-            causal = np.tril(np.ones((len(new),) * 2, bool))
-            past = self.run(np.asarray(tokens[kept:]), new, causal, past)[1]
-        self.cached, self.past = list(tokens), past
-        return past
-
-    def __call__(self, tokens, start):
-        tokens = [int(t) for t in tokens]
-        past, new = self.read(tokens[:start]), np.arange(start, len(tokens))
-        causal = np.tril(np.ones((len(new),) * 2, bool))
-        return self.run(np.asarray(tokens[start:], dtype=int), new, causal, past)[0][0]
-
-    def exit_logits(self, tokens, exits):
-        """The logits of a whole text after each number of blocks in `exits` (early exits)."""
-        n = len(tokens)
-        causal = np.tril(np.ones((n, n), bool))
-        empty = [(np.zeros((0, 0)),) * 2] * self.config.n_layer
-        return self.run(np.asarray(tokens), np.arange(n), causal, empty, exits)[0]
-
-    def tree_logits(self, prefix, tree, node_mask):
-        """One pass over the prefix's last token and every node of a token tree: the row after
-        the prefix, then one row per node. Node i sits at position len(prefix) + its depth,
-        sees the whole prefix and the nodes that `node_mask[i]` allows."""
-        prefix, n = [int(t) for t in prefix], len(tree.tokens)
-        past = self.read(prefix[:-1])
-        mask = np.zeros((n + 1, n + 1), bool)
-        mask[:, 0] = True  # everything sees the prefix's last token
-        mask[1:, 1:] = node_mask
-        positions = len(prefix) + np.concatenate([[-1], np.asarray(tree.depths, dtype=int)])
-        tokens = np.asarray(prefix[-1:] + tree.tokens, dtype=int)
-        return self.run(tokens, positions, mask, past)[0][0]
+    return checkpoints.load_state(gpt2.GPT2(cfg, buckets), state, f"the first {layers} blocks")
 
 
 # ---------- 3. token trees and multi-draft acceptance ----------
@@ -399,81 +270,13 @@ def tree_decode(target, draft, prompt, max_new_tokens, width, depth, temperature
     return out
 
 
-class Branch(Exception):
-    """Raised by a Trail at a choice it has no instruction for: the options, with probabilities."""
-
-    def __init__(self, options):
-        self.options = options
-
-
-class Trail:
-    """A stand-in for the random generator that follows a fixed list of choices."""
-
-    def __init__(self, forced):
-        self.forced, self.used = forced, 0
-
-    def choose(self, options):
-        if self.used == len(self.forced):
-            raise Branch([(value, p) for value, p in options if p > 0])
-        self.used += 1
-        return self.forced[self.used - 1][0]
-
-    def draw(self, probs, position=None, use=None):
-        return self.choose(enumerate(probs))
-
-    def coin(self, prob):
-        return self.choose([(True, prob), (False, 1 - prob)])
-
-
-def enumerate_outcomes(program):
-    """Every result of a randomised `program(chance)` with its exact probability: the program is
-    run again and again, each run following one more branch of its draws and coins, until every
-    path has been followed to its end. Exact, with no sampling at all."""
-    results, todo = {}, [()]
-    while todo:
-        forced = todo.pop()
-        try:
-            result = program(Trail(forced))
-        except Branch as b:
-            todo.extend(forced + (option,) for option in b.options)
-            continue
-        results[result] = results.get(result, 0.0) + float(np.prod([p for _, p in forced]))
-    return results
-
-
-def chained_outcomes(round_outcomes, first, length):
-    """Exact distribution of the first `length` tokens when rounds are chained: each round's
-    outcomes depend on the last token and on how many tokens are still to come (a bigram)."""
-    done, frontier = {}, {(): 1.0}
-    while frontier:
-        seq, prob = frontier.popitem()
-        last = seq[-1] if seq else first
-        for emitted, p in round_outcomes(last, length - len(seq)).items():
-            new = (seq + emitted)[:length]
-            bucket = done if len(new) == length else frontier
-            bucket[new] = bucket.get(new, 0.0) + prob * p
-    return done
-
-
-def bigram_joint(target, first, length):
-    """The target's own distribution over its next `length` tokens (a bigram TableModel)."""
-    table = specmini.probabilities(target.table)
-    joint = {(): 1.0}
-    for _ in range(length):
-        joint = {
-            seq + (y,): p * table[seq[-1] if seq else first][y]
-            for seq, p in joint.items()
-            for y in range(table.shape[1])
-        }
-    return joint
-
-
 def tree_round_outcomes(target, draft, width, depth, update=True):
-    """One tree round on bigram models, as exact outcome probabilities (memoised per context)."""
+    """One tree round on bigram models, as exact outcome probabilities (memoised per context):
+    a `round_outcomes(text, remaining)` for course.exact.chained_outcomes."""
     memo = {}
 
-    def outcomes(last, remaining):
-        levels = min(depth, remaining - 1)
+    def outcomes(text, remaining):
+        last, levels = text[-1], min(depth, remaining - 1)
         if (last, levels) not in memo:
 
             def program(chance):
@@ -481,16 +284,10 @@ def tree_round_outcomes(target, draft, width, depth, update=True):
                 target_rows = tree_probs(target, [last], tree, 1.0)
                 return tuple(multi_draft_walk(tree, target_rows, draft_rows, chance, update)[0])
 
-            memo[last, levels] = enumerate_outcomes(program)
+            memo[last, levels] = enumerate_outcomes(program, Script)
         return memo[last, levels]
 
     return outcomes
-
-
-def joint_tv(exact, want):
-    """Total variation between two distributions over sequences, given as dicts."""
-    keys = set(exact) | set(want)
-    return 0.5 * sum(abs(exact.get(s, 0.0) - want.get(s, 0.0)) for s in keys)
 
 
 def transition_z(tokens, first, target):
@@ -660,82 +457,3 @@ def drift_along(target_rows, draft_rows, step):
             [total_variation(step(t, d), t) for t, d in zip(target_rows, draft_rows, strict=True)]
         )
     )
-
-
-# ---------- timing and the figure ----------
-
-
-def race(runs, repeat=5):
-    """The fastest of `repeat` runs of each function in `runs` (name -> fn), in seconds. The
-    functions take turns, so that a busy spell of a shared machine slows them all alike."""
-    best = dict.fromkeys(runs, np.inf)
-    for _ in range(repeat):
-        for name, fn in runs.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
-
-
-def plot_per_token(bars, machine, path=None):
-    """Milliseconds per token of each method, measured bars solid, simulated ones hatched."""
-    fig, ax = plt.subplots(figsize=(8.5, 3.8))
-    names = list(bars)
-    values = [bars[n][0] for n in names]
-    colours = ["#888888", "#4c72b0", "#55a868", "#c44e52", "#8172b2", "#dd8452", "#937860"]
-    for i, name in enumerate(names):
-        simulated = bars[name][1] == "simulated"
-        ax.barh(
-            i,
-            values[i],
-            color=colours[i % len(colours)],
-            hatch="//" if simulated else None,
-            edgecolor="white",
-            label="simulated: event clock (hatched)" if simulated else None,
-        )
-        ax.text(values[i], i, f" {values[i]:.2f} ms", va="center", fontsize=9)
-    ax.set_yticks(range(len(names)), names)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(values) * 1.25)
-    ax.set(xlabel="wall-clock per token (ms), lower is faster")
-    ax.set_title(f"Offline pair, 40 greedy tokens after the code prompt: {machine}")
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    unique = {"measured (solid)": plt.Rectangle((0, 0), 1, 1, color="#4c72b0"), **unique}
-    ax.legend(unique.values(), unique.keys(), loc="lower right", fontsize=8)
-    fig.tight_layout()
-    if path:
-        Path(path).parent.mkdir(exist_ok=True)  # figures/ beside notebooks/, in any copy
-        fig.savefig(path, dpi=110)
-    plt.show()
-
-
-def machine_name():
-    """'2-core AMD EPYC CPU' and the like: which machine a timing comes from."""
-    cpuinfo, name = Path("/proc/cpuinfo"), platform.processor() or "unknown"
-    if cpuinfo.is_file():
-        lines = cpuinfo.read_text().splitlines()
-        names = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")]
-        name = names[0] if names else name
-    return f"{os.cpu_count()}-core {name} CPU"
-
-
-def plot_drift(curves, exact_per_call, path=None):
-    """Total variation from the target against tokens per target call, one curve per rule."""
-    fig, ax = plt.subplots(figsize=(7, 3.8))
-    for (label, points), marker in zip(curves.items(), "os", strict=False):
-        per_call, tv, params = zip(*points, strict=True)
-        ax.plot(per_call, tv, marker=marker, label=label)
-        for x, y, p in zip(per_call, tv, params, strict=True):
-            ax.annotate(f"{p:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.plot([exact_per_call], [0], "k*", markersize=12, label="exact test (b = 1)")
-    ax.set(
-        xlabel="tokens per target call (measured)",
-        ylabel="total variation from the target",
-        title="Lossy acceptance on the offline pair, K = 4, temperature 1",
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
-    plt.show()

@@ -5,15 +5,14 @@ solution lives here."""
 
 import ast
 import json
-import time
 from pathlib import Path
 
-import gpt2
 import numpy as np
 from IPython.display import display
-from toys import show_rounds, slider, slider_panel
 
 import specmini
+from course import checkpoints, gpt2, timing, tokenizers
+from course.toys import accept_tests, show_rounds, slider, slider_panel
 
 # ---------- the models ----------
 
@@ -24,24 +23,20 @@ def load_pair(models, on_gpu, offline_dir):
     "offline" = never use the network."""
     if models != "offline":
         try:
-            tokenizer = gpt2.gpt2_tokenizer()  # tiktoken's GPT-2 BPE
+            tokenizer = tokenizers.gpt2_tokenizer()  # tiktoken's GPT-2 BPE
             target_name = "gpt2-xl" if on_gpu else "gpt2-medium"
-            target = gpt2.load(target_name, half=on_gpu)  # fp16 on a GPU: half the memory, faster
-            return target, gpt2.load("gpt2", half=on_gpu), tokenizer, f"{target_name} + gpt2"
+            target = checkpoints.load(target_name, half=on_gpu)  # fp16 on a GPU: half the memory
+            draft = checkpoints.load("gpt2", half=on_gpu)
+            return target, draft, tokenizer, f"{target_name} + gpt2"
         except ConnectionError:
             if models == "gpt2":
                 raise
             print("GPT-2's files could not be downloaded (offline?): using the offline pair.")
     target, draft = (
-        gpt2.load(Path(offline_dir) / "pytarget"),
-        gpt2.load(Path(offline_dir) / "pydraft"),
+        checkpoints.load(Path(offline_dir) / "pytarget"),
+        checkpoints.load(Path(offline_dir) / "pydraft"),
     )
-    return target, draft, gpt2.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
-
-
-def n_params(model):
-    """Parameters as the files count them (the padded vocabulary rows excluded)."""
-    return sum(int(np.prod(t.shape)) for t in gpt2.hf_state_dict(model).values())
+    return target, draft, tokenizers.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
 
 
 # ---------- greedy identity, within the numbers' rounding ----------
@@ -106,12 +101,6 @@ class KeepsFirstDraft:
 
 
 # ---------- acceptance ----------
-
-
-def accept_tests(generation):
-    """(accept tests passed, accept tests run): drafts after a rejection are never tested."""
-    passed = sum(r.accepted for r in generation.rounds)
-    return passed, passed + sum(r.ended_with == "correction" for r in generation.rounds)
 
 
 def acceptance(target, draft, prompt, temperature, new_tokens, k, seed=0):
@@ -247,21 +236,6 @@ def text_acceptance(target, draft, texts, encode, k):
 # ---------- timings ----------
 
 
-def fastest_ms(calls, repeat=20):
-    """The fastest of `repeat` timings of each of `calls` (a dict name -> function), in ms. The
-    calls take turns, so that whatever else the machine does weighs on all of them alike; the
-    fastest, because other processes can only add time. Each is called once first (compiling)."""
-    times = {name: [] for name in calls}
-    for fn in calls.values():
-        fn()
-    for _ in range(repeat):
-        for name, fn in calls.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: 1000 * min(t) for name, t in times.items()}
-
-
 def step_costs(target, draft, text, at, ks):
     """A draft step and a target step (one new token at position `at` against a warm cache), in
     ms, and v_K: a target pass over K + 1 new tokens, in target steps, for each K in ks."""
@@ -270,23 +244,25 @@ def step_costs(target, draft, text, at, ks):
         "target": lambda: target(text[: at + 1], at),
     }
     calls.update({k: (lambda k=k: target(text[: at + k + 1], at)) for k in ks})
-    ms = fastest_ms(calls)
+    ms = {name: 1000 * t for name, t in timing.fastest(calls, 20, warm_up=True).items()}
     return ms["draft"], ms["target"], {k: ms[k] / ms["target"] for k in ks}
 
 
 def tokens_per_second(runs, models, repeat=3):
     """Tokens per second of each of `runs` (a dict name -> a function returning a Generation):
     the fastest of `repeat` runs, each from empty caches, the runs taking turns."""
-    best = {}
-    for _ in range(repeat):
-        for name, run in runs.items():
-            for model in models:
-                model.reset()
-            t0 = time.perf_counter()
-            g = run()
-            rate = len(g.tokens) / (time.perf_counter() - t0)
-            best[name] = max(best.get(name, 0.0), rate)
-    return best
+    made = {}
+
+    def counted(name, run):
+        return lambda: made.__setitem__(name, len(run().tokens))
+
+    def empty_caches():
+        for model in models:
+            model.reset()
+
+    calls = {name: counted(name, run) for name, run in runs.items()}
+    best = timing.fastest(calls, repeat, before=empty_caches)
+    return {name: made[name] / t for name, t in best.items()}
 
 
 # ---------- the live view ----------

@@ -1,8 +1,11 @@
 """The pictures of notebook 02 (rejection sampling), kept out of the notebook so that it shows
-the call and the figure. No exercise solution lives here."""
+the call and the figure. Each returns its figure; the notebook shows it. No exercise solution
+lives here."""
 
 import matplotlib.pyplot as plt
 import numpy as np
+
+from course.figures import save
 
 
 def plot_retry(vocab, target, frequencies, path=None):
@@ -24,8 +27,8 @@ def plot_retry(vocab, target, frequencies, path=None):
     )
     ax.legend(fontsize=8)
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.show()
+        save(fig, path)
+    return fig
 
 
 def plot_overlap(vocab, target, draft, path=None):
@@ -51,8 +54,8 @@ def plot_overlap(vocab, target, draft, path=None):
     )
     ax.legend(fontsize=8, loc="upper right")
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.show()
+        save(fig, path)
+    return fig
 
 
 def plot_convergence(kept, alpha):
@@ -74,4 +77,4 @@ def plot_convergence(kept, alpha):
         title=f"{len(kept):,} accept tests converge to α",
     )
     ax.legend(loc="lower right")
-    plt.show()
+    return fig

@@ -4,6 +4,8 @@ it shows the call and the picture. No exercise solutions here."""
 import matplotlib.pyplot as plt
 import numpy as np
 
+from course.figures import save
+
 COLOURS = {"target": "black", "draft": "#bbbbbb", "exact": "#2a9d8f", "bug": "#e76f51"}
 
 
@@ -29,6 +31,4 @@ def plot_panels(panels, suptitle, path, widths=(3, 2)):
         grouped_bars(ax, bars, labels, title)
     fig.suptitle(suptitle)
     fig.tight_layout()
-    path.parent.mkdir(exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    return fig
+    return save(fig, path)

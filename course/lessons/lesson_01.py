@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import specmini
+from course.figures import save
 
 ROLE = {"target": "the large model we sample from", "draft": "the small model that guesses"}
 
@@ -25,7 +26,7 @@ def plot_pair(target, draft, vocab, path=None):
     fig.suptitle("The running example: next-token distributions over A, B, C")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        save(fig, path)
     return fig
 
 
@@ -69,5 +70,5 @@ def plot_temperatures(logits, temperatures, vocab, path=None):
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        save(fig, path)
     return fig

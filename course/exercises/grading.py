@@ -1,8 +1,11 @@
 """The check runner behind every notebook's exercises: `grade` runs a learner's function through
-a list of cases, one printed line per case. Each exercises_0N module holds its cases.
+a list of cases, one printed line per case. Each exercises_0N module holds its cases; a case
+states what an answer must do with `expect(ok, message)`, as specmini states its input rules
+with `require`. Every case is reported, and a message says what is wrong, never the answer.
 
 The same checks grade the student edition under nbgrader: there a check that is not attempted
-yet, or fails, raises, so that its cell scores zero.
+yet, or fails, raises, so that its cell scores zero. A learner sees that failure's message, not
+a traceback into this module.
 """
 
 import contextlib
@@ -15,7 +18,25 @@ import numpy as np
 
 import specmini
 
-CHECKERS = ("grading", "exercises_", "specmini", "toys", "gpt2")  # modules that may call specmini
+CHECKERS = ("course.", "specmini.")  # the packages whose code may call specmini's real functions
+
+
+class Wrong(Exception):
+    """What is wrong with a learner's answer, said without the expected answer."""
+
+
+def expect(ok, message):
+    """A case's requirement: if `ok` is false, the case fails and says `message`."""
+    if not ok:
+        raise Wrong(message)
+
+
+class CheckFailed(AssertionError):
+    """A check cell's verdict: some case failed. Jupyter shows its message alone, not a
+    traceback into the checks (nbgrader still sees an error, so the cell scores zero)."""
+
+    def _render_traceback_(self):
+        return [f"{type(self).__name__}: {self}"]
 
 
 class CalledSpecmini(AssertionError):
@@ -58,7 +79,8 @@ def traps(fn, forbid):
 
 
 def grade(name, fn, cases, strict=True, forbid=()):
-    """Run each (title, case) on `fn`; a case returns None when it passes, else what went wrong.
+    """Run each (title, case) on `fn`; a case passes unless an `expect` in it fails (or it
+    returns a message saying what went wrong).
 
     With strict (a learner's check cell) a failure raises AssertionError and nothing is returned;
     otherwise returns True (all pass), False (some fail) or None (not attempted yet). A stub that
@@ -76,16 +98,16 @@ def grade(name, fn, cases, strict=True, forbid=()):
                 f"… {name}: not attempted yet. Write it in the cell above, then re-run this cell."
             )
             if strict and autograding():
-                raise AssertionError(f"{name}: not attempted") from None
+                raise CheckFailed(f"{name}: not attempted") from None
             return None
-        except CalledSpecmini as e:
+        except (Wrong, CalledSpecmini) as e:
             problem = str(e)
         except Exception as e:  # a crash is a failed case, and says why
             problem = f"raised {type(e).__name__}: {e}"
         print(f"✗ {title}: {problem}" if problem else f"✓ {title}")
         failed += problem is not None
     if failed and strict:
-        raise AssertionError(f"{name}: {failed} of {len(cases)} checks failed")
+        raise CheckFailed(f"{name}: {failed} of {len(cases)} checks failed")
     if not failed:
         print(f"✓ {name}: all {len(cases)} checks pass")
     return None if strict else failed == 0
@@ -125,5 +147,5 @@ def check_quiz(name, answers, key):
     if missing:
         print(f"… {name}: no answer yet for question(s) {', '.join(map(str, missing))}")
     if wrong or missing:
-        raise AssertionError(f"{name}: {len(key) - len(wrong) - len(missing)} of {len(key)} right")
+        raise CheckFailed(f"{name}: {len(key) - len(wrong) - len(missing)} of {len(key)} right")
     print(f"✓ {name}: all {len(key)} answers right")

@@ -8,11 +8,11 @@ attempted yet" (under nbgrader it scores zero). The residual's check rejects an 
 """
 
 import numpy as np
-from grading import as_array, grade
-from toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
-from toys import TARGET_ABC as TARGET
 
 import specmini
+from course.exercises.grading import as_array, expect, grade
+from course.toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
+from course.toys import TARGET_ABC as TARGET
 
 
 def random_pairs(seed, n=200, edge_cases=True):
@@ -68,24 +68,30 @@ def abc_residual(fn):
 def is_distribution(fn):
     for target, draft in random_pairs(1):
         got = as_array(fn(target, draft))
-        if got.shape != target.shape or not np.allclose(got.sum(), 1) or np.any(got < 0):
-            return f"for target {target.round(3)}, draft {draft.round(3)}: got {got.round(4)}"
+        expect(
+            got.shape == target.shape and np.allclose(got.sum(), 1) and np.all(got >= 0),
+            f"for target {target.round(3)}, draft {draft.round(3)}: got {got.round(4)}",
+        )
     return None
 
 
 def only_where_target_exceeds(fn):
     for target, draft in random_pairs(2):
         got = as_array(fn(target, draft))
-        if np.any(target > draft) and np.any(got[target <= draft] > 0):
-            return f"mass on tokens where draft >= target: {got.round(4)}"
+        expect(
+            not np.any(target > draft) or not np.any(got[target <= draft] > 0),
+            f"mass on tokens where draft >= target: {got.round(4)}",
+        )
     return None
 
 
 def equal_pair(fn):
     got = as_array(fn(TARGET.copy(), TARGET.copy()))
-    if np.any(np.isnan(got)):
-        return f"got {got} (0 / 0): with no excess anywhere, return the target itself"
-    return None if np.allclose(got, TARGET) else f"got {got.round(4)}, not the target itself"
+    expect(
+        not np.any(np.isnan(got)),
+        f"got {got} (0 / 0): with no excess anywhere, return the target itself",
+    )
+    expect(np.allclose(got, TARGET), f"got {got.round(4)}, not the target itself")
 
 
 def disjoint_pair(fn):
@@ -97,8 +103,7 @@ def disjoint_pair(fn):
 def same_as_specmini_residual(fn):
     for target, draft in random_pairs(3):
         problem = what_is_off(as_array(fn(target, draft)), specmini.residual(target, draft))
-        if problem:
-            return f"target {target.round(3)}, draft {draft.round(3)}: {problem}"
+        expect(not problem, f"target {target.round(3)}, draft {draft.round(3)}: {problem}")
     return None
 
 
@@ -141,8 +146,10 @@ def random_triples(seed, n=200):
 def correct_step_is_exact(fn):
     for target, draft in random_pairs(4, edge_cases=False):
         problem = what_is_off(as_array(fn(target, draft, draft)), target)
-        if problem:
-            return f"target {target.round(3)}, proposal = scored_as = {draft.round(3)}: {problem}"
+        expect(
+            not problem,
+            f"target {target.round(3)}, proposal = scored_as = {draft.round(3)}: {problem}",
+        )
     return None
 
 
@@ -176,8 +183,10 @@ def mixed_proposals(fn):
 
 def swapped_bug(fn):
     alone = [as_array(fn(DRAFT, e, TARGET)) for e in np.eye(3)]
-    if any(what_is_off(a, one_token_step(DRAFT, TARGET, i)) for i, a in enumerate(alone)):
-        return "wrong for a draft that always proposes one token: see the cases above"
+    expect(
+        not any(what_is_off(a, one_token_step(DRAFT, TARGET, i)) for i, a in enumerate(alone)),
+        "wrong for a draft that always proposes one token: see the cases above",
+    )
     problem = what_is_off(as_array(fn(DRAFT, DRAFT, TARGET)), DRAFT @ np.array(alone))
     return problem and f"not the mix of its one-token outputs: {problem}"
 

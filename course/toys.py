@@ -9,10 +9,10 @@ import string
 
 import ipywidgets as widgets
 import numpy as np
-from grading import autograding
 from IPython.display import HTML
 
 import specmini
+from course.exercises.grading import autograding
 
 VOCAB = ["A", "B", "C"]
 TARGET_ABC = np.array([0.6, 0.3, 0.1])  # the running example of notebooks 01-03
@@ -27,12 +27,14 @@ class TableModel:
     """A bigram language model: the next token's logits depend only on the current token.
 
     `table[i]` holds the logits of the token that follows token i. It counts its calls, so a
-    notebook can show how many forward passes a decoding method needed.
+    notebook can show how many forward passes a decoding method needed, and logs each call's
+    (len(tokens), start), so a test can check how a decoder uses a model.
     """
 
     def __init__(self, table):
         self.table = np.asarray(table, dtype=np.float64)
         self.calls = 0
+        self.log = []
 
     @property
     def vocab_size(self):
@@ -40,6 +42,7 @@ class TableModel:
 
     def __call__(self, tokens, start):
         self.calls += 1
+        self.log.append((len(tokens), start))
         return self.table[np.asarray(tokens[start:], dtype=int)]
 
 
@@ -63,8 +66,23 @@ def bigram_pair(vocab_size=6, quality=0.7, seed=0, spread=2.0):
 
 
 def total_variation(a, b):
-    """Half the L1 distance between two distributions: 0 when equal, 1 when disjoint."""
+    """Half the L1 distance between two distributions: 0 when equal, 1 when disjoint. Either
+    arrays over the same tokens, or dicts {outcome: probability} (a missing outcome has 0)."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return 0.5 * sum(abs(a.get(key, 0.0) - b.get(key, 0.0)) for key in set(a) | set(b))
     return 0.5 * float(np.abs(np.asarray(a) - np.asarray(b)).sum())
+
+
+def accept_tests(generation):
+    """(accept tests passed, accept tests run): drafts after a rejection are never tested."""
+    passed = sum(r.accepted for r in generation.rounds)
+    return passed, passed + sum(r.ended_with == "correction" for r in generation.rounds)
+
+
+def acceptance(generation):
+    """The acceptance rate as the course measures it: the share of accept tests passed."""
+    passed, run = accept_tests(generation)
+    return passed / max(run, 1)
 
 
 def token_kinds(generation):
@@ -116,13 +134,11 @@ def measure(target, draft, k, temperature, tokens=1200, seed=0):
     call, and the models' alpha averaged over the contexts the run visited."""
     target.calls = draft.calls = 0
     g = specmini.generate(target, draft, [0], tokens, k=k, temperature=temperature, seed=seed)
-    accepted = sum(r.accepted for r in g.rounds)
-    tests = accepted + sum(r.ended_with == "correction" for r in g.rounds)  # accept tests run
     contexts = ([0] + g.tokens)[:-1]
     mean_alpha = float(np.clip(context_alphas(target, draft, temperature)[contexts].mean(), 0, 1))
     mean_alpha = 1.0 if mean_alpha > 1 - 1e-12 else mean_alpha  # float noise of sum(min(t, t))
     return {
-        "acceptance": accepted / max(tests, 1),
+        "acceptance": acceptance(g),
         "tokens_per_call": len(g.tokens) / target.calls,
         "mean_alpha": mean_alpha,
     }

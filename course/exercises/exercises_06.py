@@ -7,10 +7,10 @@ A failed case says what went wrong, never the expected answer.
 """
 
 import numpy as np
-from grading import grade
-from toys import bigram_pair
 
 import specmini
+from course.exercises.grading import expect, grade
+from course.toys import bigram_pair
 
 # Exercise 1: verification_mask(start, new) -> bool array (new, start + new), True where new
 # token i (at position start + i) may attend to key j.
@@ -35,21 +35,25 @@ def right_shape(fn):
 def no_cache_is_causal(fn):
     got = as_mask(fn, 0, 5)
     want = np.tril(np.ones((5, 5), dtype=bool))
-    return None if np.array_equal(got, want) else f"start 0, new 5: got\n{got.astype(int)}"
+    expect(np.array_equal(got, want), f"start 0, new 5: got\n{got.astype(int)}")
 
 
 def sees_the_cache(fn):
     for start, new in SIZES:
-        if start and not as_mask(fn, start, new)[:, :start].all():
-            return f"start {start}, new {new}: some new token cannot see a cached position"
+        expect(
+            not start or as_mask(fn, start, new)[:, :start].all(),
+            f"start {start}, new {new}: some new token cannot see a cached position",
+        )
     return None
 
 
 def new_tokens_causal(fn):
     for start, new in SIZES:
         got = as_mask(fn, start, new)[:, start:]
-        if not np.array_equal(got, np.tril(np.ones((new, new), dtype=bool))):
-            return f"start {start}, new {new}: among the new tokens, got\n{got.astype(int)}"
+        expect(
+            np.array_equal(got, np.tril(np.ones((new, new), dtype=bool))),
+            f"start {start}, new {new}: among the new tokens, got\n{got.astype(int)}",
+        )
     return None
 
 

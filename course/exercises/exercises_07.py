@@ -6,8 +6,9 @@ line per case, and a stub that still raises NotImplementedError counts as "not a
 """
 
 import numpy as np
-from going_further import TokenTree
-from grading import grade
+
+from course.exercises.grading import expect, grade
+from course.going_further import TokenTree
 
 # Exercise: tree_mask(parents) -> bool array (n, n), True where node i may attend to node j.
 # parents[i] is the node before node i, -1 for a node right after the text (the root's
@@ -29,21 +30,19 @@ def mask_of(fn, parents):
 def square_shape(fn):
     for name, parents in TREES.items():
         got = np.shape(fn(list(parents)))
-        if got != (len(parents),) * 2:
-            return f"{name}: shape {got}, expected {(len(parents),) * 2}"
+        expect(got == (len(parents),) * 2, f"{name}: shape {got}, expected {(len(parents),) * 2}")
     return None
 
 
 def chain_is_causal(fn):
     got = mask_of(fn, TREES["a chain of 4"])
     ok = np.array_equal(got, np.tril(np.ones((4, 4), bool)))
-    return None if ok else "a chain (no branching) must give the causal mask of notebook 06"
+    expect(ok, "a chain (no branching) must give the causal mask of notebook 06")
 
 
 def sees_itself(fn):
     for name, parents in TREES.items():
-        if not np.diag(mask_of(fn, parents)).all():
-            return f"{name}: some node cannot see itself"
+        expect(np.diag(mask_of(fn, parents)).all(), f"{name}: some node cannot see itself")
     return None
 
 
@@ -52,8 +51,10 @@ def siblings_apart(fn):
         mask = mask_of(fn, parents)
         for i, a in enumerate(parents):
             for j, b in enumerate(parents):
-                if i != j and a == b and mask[i, j]:
-                    return f"{name}: node {i} sees node {j}, another child of the same parent"
+                expect(
+                    i == j or a != b or not mask[i, j],
+                    f"{name}: node {i} sees node {j}, another child of the same parent",
+                )
     return None
 
 
@@ -64,8 +65,10 @@ def parent_plus_itself(fn):
         for i, parent in enumerate(parents):
             want = mask[parent].copy() if parent >= 0 else np.zeros(len(parents), bool)
             want[i] = True
-            if not np.array_equal(mask[i], want):
-                return f"{name}: node {i} does not see exactly what its parent sees, plus itself"
+            expect(
+                np.array_equal(mask[i], want),
+                f"{name}: node {i} does not see exactly what its parent sees, plus itself",
+            )
     return None
 
 
@@ -81,8 +84,10 @@ def one_pass_per_branch(model, prefix):
             for branch in tree.branches():
                 tokens = [tree.tokens[i] for i in branch]
                 alone = model(list(prefix) + tokens, len(prefix) - 1)  # the root's row, then each
-                if not np.allclose(rows[[0] + [i + 1 for i in branch]], alone, atol=1e-9):
-                    return f"{name}: the branch through nodes {branch} gets other rows"
+                expect(
+                    np.allclose(rows[[0] + [i + 1 for i in branch]], alone, atol=1e-9),
+                    f"{name}: the branch through nodes {branch} gets other rows",
+                )
         return None
 
     return case

@@ -8,11 +8,11 @@ what went wrong without printing the expected answer.
 """
 
 import numpy as np
-from grading import grade
-from toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
-from toys import TARGET_ABC as TARGET
 
 import specmini
+from course.exercises.grading import expect, grade
+from course.toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
+from course.toys import TARGET_ABC as TARGET
 
 
 def rows(vocab, picks):
@@ -31,7 +31,7 @@ def abc_values(fn):
     got = [float(fn(TARGET, DRAFT, token)) for token in range(3)]
     want = np.minimum(1.0, TARGET / DRAFT)
     off = [name for name, g, w in zip("ABC", got, want, strict=True) if not np.isclose(g, w)]
-    return None if not off else f"{' and '.join(off)}: value off (got {np.round(got, 4).tolist()})"
+    expect(not off, f"{' and '.join(off)}: value off (got {np.round(got, 4).tolist()})")
 
 
 def capped(fn):
@@ -66,8 +66,9 @@ def is_specmini_threshold(fn):
         prob = float(fn(target, draft, token))
         below = accepted_by_specmini(target, draft, token, max(0.0, prob - 1e-9))
         above = prob < 1 and accepted_by_specmini(target, draft, token, min(1.0, prob + 1e-9))
-        if not below or above:
-            return f"specmini does not switch from accept to reject at u = {prob:.4f}"
+        expect(
+            below and not above, f"specmini does not switch from accept to reject at u = {prob:.4f}"
+        )
     return None
 
 
@@ -156,7 +157,7 @@ def classic_case(vocab, tokens, target_picks, draft_picks, uniforms, expected):
 def returns_list(fn):
     vocab, tokens, target, draft, uniforms, _ = next(iter(CLASSIC.values()))
     got = fn(tokens, rows(vocab, target), rows(vocab, draft), np.array(uniforms))
-    return None if isinstance(got, list) else f"returned a {type(got).__name__}, not a list"
+    expect(isinstance(got, list), f"returned a {type(got).__name__}, not a list")
 
 
 def random_cases(fn, n=300):

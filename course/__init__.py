@@ -1,0 +1,4 @@
+"""The course's own code: what the notebooks share, beside the algorithm in `specmini`.
+
+The map, one line per module and the notebooks that use it, is course/README.md.
+"""

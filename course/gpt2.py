@@ -1,0 +1,350 @@
+"""GPT-2 in tinygrad, named like Hugging Face's checkpoints, with a KV cache for speculation.
+
+The model only: its config, its blocks, attention with its cache, and the compiled calls that
+decode. `course.checkpoints` reads and writes its files (`checkpoints.load(name_or_dir)`),
+`course.tokenizers` turns text into its tokens, `course.numpy_gpt2` is the same model in plain
+numpy.
+
+A `GPT2` is a specmini model: `model(tokens, start)` returns the logits of tokens[start:] as a
+numpy array of shape (len(tokens) - start, vocab). The parameter names (wte, wpe,
+h.N.attn.c_attn, ...) are those of the safetensors files on the hub. Two layouts differ, for
+speed (`checkpoints` converts them): the linear layers are held (out, in) where the files'
+Conv1D layers are (in, out), and the embedding's rows are padded to a multiple of 64.
+
+Two forward passes: `forward` is the reference (whole sequences, as in training), and the
+compiled decoding path (`step`) computes the same logits with a KV cache, each LayerNorm folded
+into the matmul after it, in as few GPU kernels as tinygrad can make of it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp, dtypes
+from tinygrad.nn import Embedding, LayerNorm
+from tinygrad.nn.state import get_state_dict
+
+TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # all three are the tanh formula
+BUCKETS = (1, 2, 4, 8, 16)  # new-token counts with a compiled call; others are padded up
+CHUNK = BUCKETS[-1]  # the most new positions per compiled call; longer inputs go in chunks
+
+
+@dataclass(frozen=True)
+class Config:
+    """The fields of a Hugging Face GPT-2 config.json that the forward pass needs."""
+
+    vocab_size: int = 50257
+    n_positions: int = 1024
+    n_embd: int = 768
+    n_layer: int = 12
+    n_head: int = 12
+    n_inner: int | None = None  # None means 4 * n_embd
+    layer_norm_epsilon: float = 1e-5
+    activation_function: str = "gelu_new"
+
+    def __post_init__(self):
+        sizes = ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head")
+        for name in sizes + (("n_inner",) if self.n_inner is not None else ()):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"config {name} must be a positive integer, got {value!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"config n_head={self.n_head} does not divide n_embd={self.n_embd}")
+
+    @property
+    def parameters(self):
+        """The weights of a GPT-2 of this shape, as its files count them (the head is tied to
+        the token embedding): embeddings, per block attention, MLP and two LayerNorms, the
+        final LayerNorm."""
+        d, inner = self.n_embd, self.n_inner or 4 * self.n_embd
+        block = (4 * d * d + 4 * d) + (2 * d * inner + inner + d) + 4 * d
+        return (self.vocab_size + self.n_positions) * d + self.n_layer * block + 2 * d
+
+
+class Linear:
+    """x @ weight.T + bias, the weight stored (out, in) as in PyTorch's nn.Linear and nanoGPT.
+
+    GPT-2's files store these four layers as Conv1D, (in, out), from its TensorFlow days;
+    `checkpoints` transposes them. Stored (out, in), each output is a dot product over
+    contiguous memory, which tinygrad's CPU kernels run about 3x faster.
+    """
+
+    def __init__(self, n_in, n_out):
+        # drawn (in, out) and transposed: the same initial weights as GPT-2's own layout gives
+        self.weight = Tensor.normal(n_in, n_out, std=0.02).T.contiguous()
+        self.bias = Tensor.zeros(n_out)
+
+    def __call__(self, x):
+        return x @ self.weight.T + self.bias
+
+
+class NormLinear:
+    """linear(ln(x)) in one kernel: the LayerNorm `ln` folded into the matmul that follows it.
+
+    With g, s the norm's gain and shift, mean and rstd = 1 / std of each row of x, and W
+    stored (in, out) for the formula (here it is W.T, see Linear):
+        layer_norm(x) @ W + b  =  rstd * (x @ (g W) - mean * colsum(g W))  +  (s @ W + b)
+    so the matmul reads x as it is and the norm becomes two numbers per row, applied after the
+    sum. Unfolded, a GPU runs three more kernels (mean, variance, normalise) per norm.
+    `fold` computes colsum(g W) and s @ W + b from the weights as they are at that moment.
+    """
+
+    def __init__(self, ln, linear):  # linear: anything with a weight (out, in), a bias or not
+        self.ln, self.linear = ln, linear
+
+    def fold(self):
+        ln, weight, bias = self.ln, self.linear.weight, getattr(self.linear, "bias", None)
+        self.colsum = (weight.float() * ln.weight.float()).sum(1).contiguous()  # (out,), once
+        shift = weight.float() @ ln.bias.float()
+        self.bias = (shift if bias is None else shift + bias.float()).contiguous()
+        return self.colsum, self.bias
+
+    def __call__(self, x):
+        moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
+        mean, rstd = moments[0], (moments[1] - moments[0].square() + self.ln.eps).rsqrt()
+        w = self.linear.weight * self.ln.weight  # the gain applied as W is read
+        xw = x.matmul(w.T, dtype=dtypes.float)
+        return (rstd * (xw - mean * self.colsum) + self.bias).cast(x.dtype)
+
+
+class Attention:
+    def __init__(self, cfg):
+        self.n_head, self.max_context = cfg.n_head, cfg.n_positions
+        self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
+        self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
+        self.qkv_cache = None  # q, k and v of every position, made by the first decoding step
+
+    def __call__(self, x):
+        """Training and reference: the whole sequence at once, each position sees its past."""
+        B, T, C = x.shape  # batch size, sequence length, embedding dimensionality (n_embd)
+        qkv = self.c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+        y = q.scaled_dot_product_attention(k, v, is_causal=True)  # (B, nh, T, hs)
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+    def step(self, ln_1_c_attn, x, start_pos):
+        """Decoding: T new positions from start_pos on, against the cached ones before them.
+        `ln_1_c_attn` is c_attn(ln_1(x)), the block's norm folded in (NormLinear)."""
+        B, T, C = x.shape
+        nh, hs = self.n_head, C // self.n_head
+        end = start_pos + T
+        if self.qkv_cache is None:  # room for a padded chunk past the context
+            shape = (3, B, nh, self.max_context + CHUNK, hs)
+            self.qkv_cache = Tensor.zeros(*shape, dtype=x.dtype, device=x.device).contiguous()
+            self.qkv_cache.realize()
+        # q is cached too, so that the matmul writes its whole output straight into the cache
+        qkv = ln_1_c_attn(x).reshape(B, T, 3, nh, hs).permute(2, 0, 3, 1, 4)  # (3, B, nh, T, hs)
+        self.qkv_cache[:, :, :, start_pos:end, :].assign(qkv)
+        q = self.qkv_cache[0, :, :, start_pos:end, :]  # (B, nh, T, hs)
+        k = self.qkv_cache[1, :, :, :end, :]  # (B, nh, end, hs)
+        v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
+        att = q @ k.transpose(-1, -2) * (1 / hs**0.5)  # (B, nh, T, end)
+        if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
+            future = Tensor.arange(end).reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
+            att = future.where(float("-inf"), att)  # compared in place: no mask buffer
+        # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
+        weights = (att - att.max(-1, keepdim=True)).exp()
+        y = (weights @ v) / weights.sum(-1, keepdim=True)  # (B, nh, T, hs)
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class FeedForward:
+    def __init__(self, cfg):
+        self.c_fc = Linear(cfg.n_embd, cfg.n_inner or 4 * cfg.n_embd)
+        self.c_proj = Linear(cfg.n_inner or 4 * cfg.n_embd, cfg.n_embd)
+        self.approximate = "tanh" if cfg.activation_function in TANH_GELUS else "none"
+        if cfg.activation_function not in TANH_GELUS + ("gelu",):
+            raise ValueError(f"unsupported activation_function {cfg.activation_function!r}")
+
+    def __call__(self, x, c_fc=None):
+        return self.c_proj((c_fc or self.c_fc)(x).gelu(approximate=self.approximate))
+
+
+class Block:
+    """Pre-norm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(self, cfg):
+        self.ln_1 = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
+        self.attn = Attention(cfg)
+        self.ln_2 = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
+        self.mlp = FeedForward(cfg)
+        # the decoding path's norms, each folded into the matmul after it (NormLinear)
+        self.ln_1_c_attn = NormLinear(self.ln_1, self.attn.c_attn)
+        self.ln_2_c_fc = NormLinear(self.ln_2, self.mlp.c_fc)
+
+    def __call__(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+    def step(self, x, start_pos):
+        """The same block with a KV cache: ln_1 and ln_2 folded into c_attn and c_fc."""
+        x = x + self.attn.step(self.ln_1_c_attn, x, start_pos)
+        return x + self.mlp(x, c_fc=self.ln_2_c_fc)
+
+
+class GPT2:
+    def __init__(self, cfg=Config(), buckets=BUCKETS):
+        self.config = cfg
+        # the vocabulary padded to a multiple of 64 rows, as nanoGPT does (50257 -> 50304): the
+        # output head then splits evenly over CPU threads and vector lanes (3x faster here)
+        self.wte = Embedding(padded_vocab(cfg), cfg.n_embd)
+        self.wpe = Embedding(cfg.n_positions, cfg.n_embd)
+        self.h = [Block(cfg) for _ in range(cfg.n_layer)]
+        self.ln_f = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
+        self.ln_f_head = NormLinear(self.ln_f, self.wte)  # the output head, tied to wte
+        self.cached = []  # the tokens whose keys and values sit in the caches, in order
+        self.computed = 0  # how many positions the last call ran through the model
+        # TinyJit replays the kernels it captured for one shape: one compiled call per count of
+        # new tokens (`buckets`, a subset of BUCKETS). A count that is a Variable would give
+        # every kernel a launch grid that is empty when the Variable is 0, which CUDA graphs
+        # refuse. The position and the token ids enter as Variables bound to numbers (a Tensor
+        # from a list costs a step).
+        if not set(buckets) <= set(BUCKETS) or 1 not in buckets:
+            raise ValueError(f"buckets must include 1 and be among {BUCKETS}, got {buckets}")
+        self.buckets = tuple(sorted(buckets))
+        self.pos_var = UOp.variable("start_pos", 0, cfg.n_positions - 1)
+        self.token_vars = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(CHUNK)]
+        self.compiled = {}  # new-token count -> TinyJit
+        self.folded = False  # the NormLinears' sums, computed with the first compiled call
+
+    def forward(self, tokens):
+        """Logits (B, T, vocab) of a (B, T) batch of whole sequences: training and reference."""
+        x = self.wte(tokens) + self.wpe(Tensor.arange(tokens.shape[1]))  # (B, T, n_embd)
+        for block in self.h:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.T  # the output head is tied to the embedding
+        return logits[..., : self.config.vocab_size]  # (B, T, vocab_size)
+
+    def step(self, start_pos, *tokens):
+        """len(tokens) new tokens at start_pos, start_pos + 1, ...; their logits (T, vocab)."""
+        x = Tensor.stack(*[Tensor(t) for t in tokens]).cast(dtypes.int32).reshape(1, len(tokens))
+        # a padded chunk's last rows may pass the context: they reuse the last position
+        pos = (Tensor.arange(len(tokens)) + start_pos).minimum(self.config.n_positions - 1)
+        x = self.wte(x) + self.wpe(pos)  # (1, T, n_embd)
+        for block in self.h:
+            x = block.step(x, start_pos)
+        return self.ln_f_head(x)[0].float().realize()  # (T, padded vocab)
+
+    def __call__(self, tokens, start):
+        """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
+        if not all(isinstance(t, int | np.integer) and not isinstance(t, bool) for t in tokens):
+            raise ValueError(f"token ids must be integers, got {list(tokens)[:8]}...")
+        tokens = [int(t) for t in tokens]
+        if not 0 <= start <= len(tokens) or len(tokens) > self.config.n_positions:
+            raise ValueError(
+                f"need 0 <= start <= len(tokens) <= n_positions = {self.config.n_positions}, "
+                f"got start={start}, len(tokens)={len(tokens)}"
+            )
+        if not all(0 <= t < self.config.vocab_size for t in tokens):
+            raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
+        if start == len(tokens):
+            return np.zeros((0, self.config.vocab_size), dtype=np.float32)
+        # keep the cache for the longest common prefix (up to start); recompute all after it
+        kept = common_prefix(self.cached, tokens, start)
+        self.computed = len(tokens) - kept
+        self.cached, rows, chunk = tokens[:kept], [], self.buckets[-1]
+        for i in range(kept, len(tokens), chunk):
+            rows.append(self.run(tokens[i : i + chunk], i))
+            # only now are these positions' keys and values in the cache: an exception or a
+            # Ctrl-C before this line leaves `cached` naming what the cache really holds
+            self.cached = tokens[: i + chunk]
+        return np.concatenate(rows)[start - kept :]
+
+    def run(self, chunk, pos):
+        """One compiled call over up to buckets[-1] new tokens at positions pos, pos + 1, ..."""
+        if not self.folded:
+            self.fold()
+        size = next(b for b in self.buckets if b >= len(chunk))
+        if size not in self.compiled:
+            self.compiled[size] = TinyJit(self.step)
+        # padding tokens (id 0) fill the bucket; their rows are dropped and their cache
+        # entries, past the real ones, are overwritten before any later call reads them
+        padded = chunk + [0] * (size - len(chunk))
+        tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
+        logits = self.compiled[size](self.pos_var.bind(pos), *tokens).numpy()
+        return logits[: len(chunk), : self.config.vocab_size]
+
+    def fold(self):
+        """The folded norms' sums (NormLinear.fold), from the weights as they are now."""
+        # Each weight its own contiguous buffer: freshly initialised random weights are lazy
+        # views of a larger random buffer, which compiled calls would read 10x slower
+        Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
+        norms = [self.ln_f_head] + [n for b in self.h for n in (b.ln_1_c_attn, b.ln_2_c_fc)]
+        Tensor.realize(*[t for n in norms for t in n.fold()])
+        self.folded = True
+
+    @property
+    def max_context(self):
+        """The longest sequence the model reads: prompt + new tokens must fit in it."""
+        return self.config.n_positions
+
+    def reset(self):
+        """Forget the cache (its buffers stay allocated and are overwritten)."""
+        self.cached = []
+
+    def weights_changed(self):
+        """Drop what was built from the old weights: compiled calls, folded norms, the cache.
+
+        A compiled call replays kernels on the buffers it captured, so without this a call
+        after `half()` or `checkpoints.load_state` would still read the old weights.
+        """
+        self.compiled, self.folded, self.cached = {}, False, []
+        for block in self.h:
+            block.attn.qkv_cache = None  # its dtype follows the weights'
+
+    def half(self):
+        """fp16 weights (and so fp16 activations and cache): half the memory, faster on GPUs."""
+        for t in weights(self).values():
+            t.replace(t.half().contiguous().realize())
+        self.weights_changed()
+        return self
+
+
+def common_prefix(cached, tokens, limit):
+    """How many leading tokens two texts share, at most `limit`: the cache entries to keep."""
+    kept = 0
+    while kept < min(limit, len(cached)) and cached[kept] == tokens[kept]:
+        kept += 1
+    return kept
+
+
+def padded_vocab(cfg):
+    return -(-cfg.vocab_size // 64) * 64
+
+
+def weights(model):
+    """The learned tensors under the hub's names (neither the caches nor the folded norms)."""
+    modules = {"wte": model.wte, "wpe": model.wpe, "h": model.h, "ln_f": model.ln_f}
+    derived = {"qkv_cache", "ln_1_c_attn", "ln_2_c_fc"}
+    return {k: v for k, v in get_state_dict(modules).items() if not set(k.split(".")) & derived}
+
+
+def check_fits(model, prompt, max_new_tokens):
+    """Refuse, before any work, a generation that would outgrow the model's context.
+
+    The last new token is sampled, never fed back, so prompt + max_new_tokens - 1 tokens must fit.
+    """
+    needed = len(prompt) + max_new_tokens - 1
+    if needed > model.max_context:
+        raise ValueError(
+            f"{len(prompt)} prompt tokens + {max_new_tokens} new ones need a context of {needed}, "
+            f"but the model reads at most {model.max_context}: shorten one or the other"
+        )
+
+
+def kernel_counts(model):
+    """Kernels each compiled call launches, by its count of new tokens (CUDA graph batches opened).
+
+    A GPU pays a launch per kernel, so this count, not the bytes, sets a small model's step time.
+    """
+    from tinygrad.uop.ops import Ops
+
+    def programs(linear):
+        for call in linear.src:
+            fn = call.src[0]
+            if fn.op is Ops.CUSTOM_FUNCTION and fn.arg == "graph":
+                yield from programs(fn.src[0])
+            elif fn.op is Ops.PROGRAM:
+                yield fn.arg
+
+    return {n: list(programs(jit.captured.linear)) for n, jit in sorted(model.compiled.items())
+            if jit.captured is not None}  # fmt: skip

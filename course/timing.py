@@ -1,0 +1,50 @@
+"""Timing on a shared machine, once for the whole course (notebooks 06 and 07, the benchmark):
+one clock for a call, one loop that takes the fastest of several turns, and which CPU it ran on.
+"""
+
+import os
+import platform
+import time
+from pathlib import Path
+
+
+def seconds(call, repeat=1):
+    """Wall time of one call of `call()`, averaged over `repeat` calls in a row."""
+    start = time.perf_counter()
+    for _ in range(repeat):
+        call()
+    return (time.perf_counter() - start) / repeat
+
+
+def fastest(calls, repeat=5, warm_up=False, before=None):
+    """The fastest of `repeat` timings of each of `calls` (a dict name -> function), in seconds.
+
+    The calls take turns, so that whatever else the machine does weighs on all of them alike;
+    the fastest, because other processes can only add time. `warm_up`: each is called once
+    first (compiling); `before()`, if given, runs untimed before every timed call.
+    """
+    if warm_up:
+        for fn in calls.values():
+            fn()
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(repeat):
+        for name, fn in calls.items():
+            if before is not None:
+                before()
+            best[name] = min(best[name], seconds(fn))
+    return best
+
+
+def cpu_model():
+    """The CPU's model name, from /proc/cpuinfo where there is one."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine_name():
+    """'2-core AMD EPYC CPU' and the like: which machine a timing comes from."""
+    return f"{os.cpu_count()}-core {cpu_model()} CPU"
