@@ -104,3 +104,18 @@ def test_plain_rounds_are_coloured_plain_not_bonus():
         -1
     ]
     assert "plain" not in legend, "the legend shows plain only when a plain token is there"
+
+
+def test_a_failed_check_says_its_message_not_a_traceback(capsys):
+    import pytest
+
+    from course.exercises.grading import CheckFailed, expect, grade
+
+    def is_one(fn):
+        expect(fn() == 1, "should be 1")
+
+    assert grade("demo", lambda: 1, [("one", is_one)], strict=False) is True
+    with pytest.raises(CheckFailed) as failed:
+        grade("demo", lambda: 2, [("one", is_one), ("still one", is_one)])
+    assert "✗ one: should be 1" in capsys.readouterr().out  # every case reported
+    assert failed.value._render_traceback_() == ["CheckFailed: demo: 2 of 2 checks failed"]

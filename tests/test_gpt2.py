@@ -5,6 +5,7 @@ tests/fixtures/tiny_gpt2 holds a small random GPT2LMHeadModel saved by save_pret
 logits and its greedy continuation (scripts/make_hf_fixture.py). No torch needed here.
 """
 
+import ast
 import http.server
 import json
 import pathlib
@@ -399,3 +400,16 @@ def test_common_prefix_stops_at_the_limit():
     assert gpt2.common_prefix([1, 2, 3, 4], [1, 2, 9, 4], 4) == 2
     assert gpt2.common_prefix([1, 2, 3], [1, 2, 3, 4], 2) == 2
     assert gpt2.common_prefix([], [1], 1) == 0
+
+
+def test_the_model_file_reads_in_one_sitting_and_touches_no_file():
+    source = (ROOT / "course" / "gpt2.py").read_text()
+    assert len(source.splitlines()) <= 350
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(f"{node.module}.{a.name}" for a in node.names)
+    files = {"json", "os", "pathlib", "urllib.request", "hashlib", "tempfile", "tiktoken"}
+    assert not imported & files and not any("safe_" in name for name in imported), imported

@@ -58,8 +58,8 @@ def round_sizes(alpha, k):
 
 def worked_example(fn):
     got = as_array(fn(0.8, 2))
-    if got.shape != (3,):
-        return f"got {got.shape[0] if got.ndim == 1 else got.shape} entries, expected 3"
+    entries = got.shape[0] if got.ndim == 1 else got.shape
+    expect(got.shape == (3,), f"got {entries} entries, expected 3")
     return off_entries(got, round_sizes(0.8, 2)) or None
 
 

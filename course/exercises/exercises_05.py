@@ -8,7 +8,7 @@ expected alpha. `QUIZ` holds the quiz's answers as `grading.answer_key` hashes o
 import numpy as np
 
 import specmini
-from course.exercises.grading import grade
+from course.exercises.grading import expect, grade
 
 # Exercise: alpha_from_tokens(tokens_per_round, k) -> the alpha in [0, 1] with
 # expected_tokens(alpha, k) equal to tokens_per_round. specmini has no such function, so there is
@@ -17,8 +17,7 @@ from course.exercises.grading import grade
 
 def published(fn):
     alpha = float(fn(0.8 * 5, 4))  # r' = 0.8 with K = 4: 4 tokens per round
-    if not 0 <= alpha <= 1:
-        return "the answer is not in [0, 1], so it cannot be an acceptance rate"
+    expect(0 <= alpha <= 1, "the answer is not in [0, 1], so it cannot be an acceptance rate")
     got = specmini.expected_tokens(alpha, 4)
     if np.isclose(got, 4.0, atol=1e-9):
         return None

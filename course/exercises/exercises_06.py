@@ -25,10 +25,8 @@ def as_mask(fn, start, new):
 def right_shape(fn):
     for start, new in SIZES:
         got = np.shape(fn(start, new))
-        if got != (new, start + new):
-            return (
-                f"start {start}, new {new}: shape {got}; want a row per new token, a column per key"
-            )
+        want = "want a row per new token, a column per key"
+        expect(got == (new, start + new), f"start {start}, new {new}: shape {got}; {want}")
     return None
 
 
