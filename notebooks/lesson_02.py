@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def plot_retry(vocab, target, frequencies, path=None):
+def plot_retry(vocab, target, frequencies, path=None, title=None):
     """Bars per token: the target and the output frequencies of each sampler in `frequencies`
     (a dict name -> one frequency per token)."""
     x = np.arange(len(vocab))
@@ -20,7 +20,8 @@ def plot_retry(vocab, target, frequencies, path=None):
         xticklabels=vocab,
         xlabel="token",
         ylabel="probability / frequency",
-        title="Retry until accepted: exact with an envelope M, biased with the ratio capped at 1",
+        title=title
+        or "Retry until accepted: exact with an envelope M, biased with the ratio capped at 1",
     )
     ax.legend(fontsize=8)
     if path is not None:
