@@ -23,6 +23,8 @@ from tinygrad import Tensor, TinyJit, UOp, dtypes
 from tinygrad.nn import Embedding, LayerNorm
 from tinygrad.nn.state import get_state_dict
 
+from course.toys import gpt2_parameters
+
 TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # all three are the tanh formula
 BUCKETS = (1, 2, 4, 8, 16)  # new-token counts with a compiled call; others are padded up
 CHUNK = BUCKETS[-1]  # the most new positions per compiled call; longer inputs go in chunks
@@ -52,12 +54,9 @@ class Config:
 
     @property
     def parameters(self):
-        """The weights of a GPT-2 of this shape, as its files count them (the head is tied to
-        the token embedding): embeddings, per block attention, MLP and two LayerNorms, the
-        final LayerNorm."""
-        d, inner = self.n_embd, self.n_inner or 4 * self.n_embd
-        block = (4 * d * d + 4 * d) + (2 * d * inner + inner + d) + 4 * d
-        return (self.vocab_size + self.n_positions) * d + self.n_layer * block + 2 * d
+        """The weights of a GPT-2 of this shape, as its files count them (`toys.gpt2_parameters`)."""
+        return gpt2_parameters(self.n_layer, self.n_embd, self.vocab_size, self.n_positions,
+                               self.n_inner)  # fmt: skip
 
 
 class Linear:

@@ -18,6 +18,22 @@ VOCAB = ["A", "B", "C"]
 TARGET_ABC = np.array([0.6, 0.3, 0.1])  # the running example of notebooks 01-03
 DRAFT_ABC = np.array([0.4, 0.5, 0.1])
 
+# The hardware and the models of notebooks 01 and 05, kept here once so that they cannot disagree.
+BANDWIDTH = 3.35e12  # bytes per second: one H100 SXM's HBM3, from NVIDIA's datasheet
+FLOPS = 989e12  # dense fp16/bf16 operations per second of one H100 SXM, from its datasheet
+MODELS = {"GPT-2 small": 124e6, "GPT-2 XL": 1.558e9, "7B": 7e9, "Chinchilla 70B": 70e9}
+
+
+def gpt2_parameters(n_layer, n_embd, vocab=50257, context=1024, n_inner=None):
+    """GPT-2's parameter count from its shape, a plain formula (no tinygrad needed): per block
+    the attention's q, k, v and output projections, the MLP (4x wide unless n_inner says
+    otherwise) and two LayerNorms, with their biases; plus the token and position embeddings and
+    the final LayerNorm (the output head is tied to the token embedding)."""
+    d, inner = n_embd, n_inner or 4 * n_embd
+    block = (4 * d * d + 4 * d) + (2 * d * inner + inner + d) + 4 * d
+    return (vocab + context) * d + n_layer * block + 2 * d
+
+
 # "plain": a round that drafted nothing (plain decoding, or a budget with room for one token only)
 COLOURS = {"accepted": "#b7e4c7", "corrected": "#f6bd60", "bonus": "#a9d6f5", "plain": "#dddddd"}
 KIND = {"correction": "corrected", "bonus": "bonus", "plain": "plain"}  # from Round.ended_with

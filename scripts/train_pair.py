@@ -72,7 +72,9 @@ def load_corpus():
 def batches(data, rng, n):
     """n random windows of CONTEXT + 1 bytes: inputs and next-byte targets, each (n, CONTEXT)."""
     starts = rng.integers(0, len(data) - CONTEXT - 1, size=n)
-    windows = torch.from_numpy(np.stack([data[s : s + CONTEXT + 1] for s in starts]).astype(np.int64))
+    windows = torch.from_numpy(
+        np.stack([data[s : s + CONTEXT + 1] for s in starts]).astype(np.int64)
+    )
     return windows[:, :-1], windows[:, 1:]
 
 
@@ -148,7 +150,10 @@ def train(name, spec, train_data, val_data, info, out, steps=None, resume=False,
             torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), rng=rng.bit_generator.state,
                             step=i + 1, history=history, seconds=time.perf_counter() - t0), checkpoint)  # fmt: skip
     seconds = time.perf_counter() - t0
-    train_loss, val_loss = evaluate(model, train_data, SEED + 1), evaluate(model, val_data, SEED + 2)
+    train_loss, val_loss = (
+        evaluate(model, train_data, SEED + 1),
+        evaluate(model, val_data, SEED + 2),
+    )
     print(f"{name}: train loss {train_loss:.4f}, validation {val_loss:.4f} nats/byte", flush=True)
     model.save_pretrained(out / name)
     (out / name / "generation_config.json").unlink(missing_ok=True)  # the course does not read it
@@ -159,9 +164,12 @@ def train(name, spec, train_data, val_data, info, out, steps=None, resume=False,
         "config": {k: spec[k] for k in ("n_layer", "n_embd", "n_head")},
         "context": CONTEXT,
         "training": {
-            "objective": (f"distilled: cross-entropy against {spec['teacher']}'s next-byte "
-                          "distribution (DistillSpec, arXiv:2310.08461)") if spec["teacher"]
-                         else "next-byte cross-entropy on the data",  # fmt: skip
+            "objective": (
+                f"distilled: cross-entropy against {spec['teacher']}'s next-byte "
+                "distribution (DistillSpec, arXiv:2310.08461)"
+            )
+            if spec["teacher"]
+            else "next-byte cross-entropy on the data",  # fmt: skip
             "steps": steps,
             "batch": BATCH,
             "tokens_per_step": BATCH * CONTEXT,

@@ -36,8 +36,7 @@ def generate(target, draft, prompt, max_new_tokens, k=4, temperature=1.0, seed=N
     `stop` is one token id or a collection of them (list, tuple, set, array): generation ends
     after the first one sampled, which is kept.
     """
-    as_int(k, "k", 1)
-    return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop)
+    return decode(target, draft, prompt, max_new_tokens, as_int(k, "k", 1), temperature, seed, stop)
 
 
 def autoregressive(model, prompt, max_new_tokens, temperature=1.0, seed=None, stop=None):
@@ -57,7 +56,11 @@ def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop):
     """
     prompt = [as_int(t, "each prompt token id", 0) for t in prompt]
     require(len(prompt) > 0, "prompt must hold at least one token")
-    as_int(max_new_tokens, "max_new_tokens", 0)
+    # Not in the paper: a model that says how many tokens it reads (`max_context`) must read the
+    # prompt and every new token but the last (sampled, never read): checked before any call.
+    most = min(getattr(model, "max_context", np.inf) for model in (target, draft))
+    need = len(prompt) + as_int(max_new_tokens, "max_new_tokens", 0) - 1
+    require(need <= most, f"prompt + max_new_tokens - 1 = {need} tokens, but max_context is {most}")
     stop = [] if stop is None else stop if hasattr(stop, "__iter__") else [stop]
     stops = {as_int(t, "each stop token id", 0) for t in stop}
     rng, out = np.random.default_rng(seed), Generation([], [])
@@ -75,11 +78,10 @@ def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop):
         u = 1 - rng.random(n_drafts)  # not in the paper: u in (0, 1], so target 0 never passes
         # (Not in the paper, where gamma >= 1: with nothing drafted there is nothing to test.)
         accepted = speculative_accept(drafted, target_rows[:-1], draft_rows, u) if n_drafts else []
-        n_accepted = len(accepted)
         # 4. Take the target's row after all guesses, unless one was rejected: then resample
         # from norm(max(0, target - draft)) at the first rejection. (`ending` is not in the paper.)
         last, ending = target_rows[n_drafts], "bonus" if n_drafts else "plain"
-        if n_accepted < n_drafts:
+        if (n_accepted := len(accepted)) < n_drafts:
             last, ending = residual(target_rows[n_accepted], draft_rows[n_accepted]), "correction"
         # 5. Return n_accepted tokens from the draft and one from the target.
         new = accepted + [sample(last, rng)]

@@ -372,3 +372,32 @@ def test_decode_reads_like_leviathan_algorithm_1():
     steps = [int(m) for m in re.findall(r"# (\d)\. ", source)]
     assert steps == [1, 2, 3, 4, 5], "the steps of Algorithm 1, numbered in order"
     assert "n_drafts" in source and "n_accepted" in source
+
+
+class Windowed(TableModel):
+    """A bigram model that says how many tokens it reads, as GPT-2 does (`max_context`)."""
+
+    def __init__(self, table, max_context):
+        super().__init__(table)
+        self.max_context = max_context
+
+
+@pytest.mark.parametrize("which", ["target", "draft"])
+def test_a_text_longer_than_max_context_is_refused_before_any_call(which):
+    target, draft = bigram_pair(VOCAB, quality=0.5, seed=3, spread=1.5)
+    # The last new token is sampled, never read: 2 prompt tokens + 7 new ones need a context of 8.
+    short = Windowed(target.table if which == "target" else draft.table, max_context=7)
+    models = (short, draft) if which == "target" else (target, short)
+    with pytest.raises(ValueError, match="prompt \\+ max_new_tokens - 1 = 8 tokens.*max_context"):
+        specmini.generate(*models, [0, 1], 7, k=4, seed=0)
+    assert short.calls == 0 and target.calls == 0 and draft.calls == 0
+    with pytest.raises(ValueError, match="max_context is 7"):
+        specmini.autoregressive(Windowed(target.table, 7), [0, 1], 7, seed=0)
+
+
+def test_a_text_that_just_fits_max_context_runs():
+    target, draft = bigram_pair(VOCAB, quality=0.5, seed=3, spread=1.5)
+    fits = Windowed(target.table, max_context=8)
+    out = specmini.generate(fits, Windowed(draft.table, 8), [0, 1], 7, k=4, seed=0)
+    assert len(out.tokens) == 7
+    assert max(n for n, _ in fits.log) <= fits.max_context

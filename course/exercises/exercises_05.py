@@ -1,8 +1,8 @@
-"""Automatic checks for notebook 05: the exercise (alpha from r') and the concept quiz.
+"""Automatic checks for notebook 05: the exercises (alpha from r', choosing K) and the quiz.
 
-`check_alpha_from_tokens` runs a learner's function through a list of cases and prints one line
-per case (the `grade` loop of grading.py). A failing case says what went wrong, never the
-expected alpha. `QUIZ` holds the quiz's answers as `grading.answer_key` hashes only.
+`check_alpha_from_tokens` and `check_choose_k` run a learner's function through a list of cases
+and print one line per case (the `grade` loop of grading.py). A failing case says what went wrong, never the
+expected alpha or K. `QUIZ` holds the quiz's answers as `grading.answer_key` hashes only.
 """
 
 import numpy as np
@@ -67,3 +67,69 @@ QUIZ = {
     4: "973169d6928aa9e1",
     5: "8c3b0dfb7693637f",
 }
+
+
+# Exercise 2: choose_k(alpha, c, verify_costs) -> the K in 1..len(verify_costs) with the largest
+# refined speed-up E[tokens] / (K c + v_K), where verify_costs[K - 1] is v_K; 0 (plain decoding)
+# when no K beats 1. Failing cases say what is off, never which K is expected.
+
+
+def refined_best(alpha, c, verify_costs):
+    speedups = [
+        specmini.expected_tokens(alpha, k) / (k * c + v) for k, v in enumerate(verify_costs, 1)
+    ]
+    best = int(np.argmax(speedups))
+    return (best + 1, speedups[best]) if speedups[best] > 1 else (0, 1.0)
+
+
+def choice_problem(fn, alpha, c, verify_costs):
+    got = fn(alpha, c, list(verify_costs))
+    if not isinstance(got, int | np.integer) or isinstance(got, bool):
+        return f"alpha {alpha}, c {c}: return a whole number K (0 for plain decoding), got {got!r}"
+    if not 0 <= got <= len(verify_costs):
+        return f"alpha {alpha}, c {c}: K = {got} is outside 0..{len(verify_costs)}"
+    want, best = refined_best(alpha, c, verify_costs)
+    if got == want:
+        return None
+    if got == 0:
+        return f"alpha {alpha}, c {c}: you chose plain decoding, but some K beats it"
+    mine = specmini.expected_tokens(alpha, got) / (got * c + verify_costs[got - 1])
+    if want == 0:
+        return f"alpha {alpha}, c {c}: your K = {got} gives {mine:.4f}: is that faster than plain?"
+    return f"alpha {alpha}, c {c}: your K = {got} gives {mine:.4f}; another K gives more"
+
+
+def cases_for(settings):
+    return lambda fn: next(
+        (p for a, c, v in settings if (p := choice_problem(fn, a, c, v)) is not None), None
+    )
+
+
+CHOOSE_CASES = [
+    (
+        "v_K = 1 for every K (Leviathan et al.'s formula), 4 settings",
+        cases_for(
+            [(a, c, [1.0] * 20) for a, c in [(0.8, 0.05), (0.8, 0.2), (0.6, 0.1), (0.9, 0.01)]]
+        ),
+    ),
+    (
+        "v_K = 1 + slope K, slopes 0.02 to 0.3: a dearer verification",
+        cases_for([(0.8, 0.05, [1 + s * k for k in range(1, 21)]) for s in (0.02, 0.1, 0.3)]),
+    ),
+    (
+        "no K pays (alpha 0.3, c 0.5; alpha 0.5, c 0.05 with v_K = 1.8): plain decoding",
+        cases_for([(0.3, 0.5, [1.0] * 10), (0.5, 0.05, [1.8] * 10)]),
+    ),
+    (
+        "v_K by buckets of 1, 2, 4, 8 new tokens (not smooth in K)",
+        cases_for([(0.85, 0.1, [1.1, 1.3, 1.3, 1.8, 1.8, 1.8, 1.8, 2.9])]),
+    ),
+    (
+        "returns a whole number in 0..len(verify_costs)",
+        cases_for([(0.7, 0.1, [1.0, 1.2, 1.4])]),
+    ),
+]
+
+
+def check_choose_k(fn, strict=True):
+    return grade("choose_k", fn, CHOOSE_CASES, strict)

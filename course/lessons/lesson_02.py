@@ -8,7 +8,7 @@ import numpy as np
 from course.figures import save
 
 
-def plot_retry(vocab, target, frequencies, path=None):
+def plot_retry(vocab, target, frequencies, path=None, title=None):
     """Bars per token: the target and the output frequencies of each sampler in `frequencies`
     (a dict name -> one frequency per token)."""
     x = np.arange(len(vocab))
@@ -23,7 +23,8 @@ def plot_retry(vocab, target, frequencies, path=None):
         xticklabels=vocab,
         xlabel="token",
         ylabel="probability / frequency",
-        title="Retry until accepted: exact with an envelope M, biased with the ratio capped at 1",
+        title=title
+        or "Retry until accepted: exact with an envelope M, biased with the ratio capped at 1",
     )
     ax.legend(fontsize=8)
     if path is not None:
