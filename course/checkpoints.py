@@ -189,11 +189,12 @@ def download(name, file):
         ) from e
 
 
-def load(name_or_dir, half=False, buckets=None):
+def load(name_or_dir, half=False, buckets=None, beam=0):
     """A GPT2 from a hub name (`gpt2`, ..., `gpt2-xl`) or a directory holding a HF checkpoint.
 
     It lives on tinygrad's default device: a GPU when there is one (choose with DEV=CUDA etc.).
-    `buckets`: the new-token counts it compiles calls for (default gpt2.BUCKETS).
+    `buckets`: the new-token counts it compiles calls for (default gpt2.BUCKETS). `beam`: the
+    width of tinygrad's kernel search when a call compiles (0: none; see GPT2.run).
     """
     if str(name_or_dir) in NAMES:
         config_path, weights_path = (
@@ -212,6 +213,6 @@ def load(name_or_dir, half=False, buckets=None):
                     f"{p} not found: a model directory needs config.json and model.safetensors "
                     "(pickled .bin checkpoints are not loaded: unpickling can run code)"
                 )
-    model = GPT2(read_config(config_path), **({"buckets": buckets} if buckets else {}))
+    model = GPT2(read_config(config_path), **({"buckets": buckets} if buckets else {}), beam=beam)
     model = load_state(model, read_safetensors(weights_path), weights_path)
     return model.half() if half else model

@@ -16,10 +16,11 @@ compiled decoding path (`step`) computes the same logits with a KV cache, each L
 into the matmul after it, in as few GPU kernels as tinygrad can make of it.
 """
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
-from tinygrad import Tensor, TinyJit, UOp, dtypes
+from tinygrad import Context, Tensor, TinyJit, UOp, dtypes
 from tinygrad.nn import Embedding, LayerNorm
 from tinygrad.nn.state import get_state_dict
 
@@ -181,8 +182,8 @@ class Block:
 
 
 class GPT2:
-    def __init__(self, cfg=Config(), buckets=BUCKETS):
-        self.config = cfg
+    def __init__(self, cfg=Config(), buckets=BUCKETS, beam=0):
+        self.config, self.beam = cfg, beam  # beam: see `run`
         # the vocabulary padded to a multiple of 64 rows, as nanoGPT does (50257 -> 50304): the
         # output head then splits evenly over CPU threads and vector lanes (3x faster here)
         self.wte = Embedding(padded_vocab(cfg), cfg.n_embd)
@@ -255,11 +256,16 @@ class GPT2:
         size = next(b for b in self.buckets if b >= len(chunk))
         if size not in self.compiled:
             self.compiled[size] = TinyJit(self.step)
+        # beam > 0: tinygrad times candidate kernels and keeps the fastest (BEAM search) while a
+        # call compiles; on a CPU several times faster than its default kernels, found once per
+        # machine (tinygrad caches them on disk)
+        search = Context(BEAM=self.beam) if self.beam else contextlib.nullcontext()
         # padding tokens (id 0) fill the bucket; their rows are dropped and their cache
         # entries, past the real ones, are overwritten before any later call reads them
         padded = chunk + [0] * (size - len(chunk))
         tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
-        logits = self.compiled[size](self.pos_var.bind(pos), *tokens).numpy()
+        with search:
+            logits = self.compiled[size](self.pos_var.bind(pos), *tokens).numpy()
         return logits[: len(chunk), : self.config.vocab_size]
 
     def fold(self):
@@ -315,19 +321,6 @@ def weights(model):
     modules = {"wte": model.wte, "wpe": model.wpe, "h": model.h, "ln_f": model.ln_f}
     derived = {"qkv_cache", "ln_1_c_attn", "ln_2_c_fc"}
     return {k: v for k, v in get_state_dict(modules).items() if not set(k.split(".")) & derived}
-
-
-def check_fits(model, prompt, max_new_tokens):
-    """Refuse, before any work, a generation that would outgrow the model's context.
-
-    The last new token is sampled, never fed back, so prompt + max_new_tokens - 1 tokens must fit.
-    """
-    needed = len(prompt) + max_new_tokens - 1
-    if needed > model.max_context:
-        raise ValueError(
-            f"{len(prompt)} prompt tokens + {max_new_tokens} new ones need a context of {needed}, "
-            f"but the model reads at most {model.max_context}: shorten one or the other"
-        )
 
 
 def kernel_counts(model):

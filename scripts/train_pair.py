@@ -23,8 +23,6 @@ import argparse
 import json
 import math
 import pathlib
-import platform
-import sysconfig
 import time
 
 import numpy as np
@@ -32,41 +30,16 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
+from course import corpus
+from course.timing import cpu_model
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = {
     "pytarget": dict(n_layer=12, n_embd=128, n_head=4, steps=6000, lr=2e-3, teacher=None),
     "pydraft": dict(n_layer=1, n_embd=128, n_head=4, steps=1500, lr=3e-3, teacher="pytarget"),
     "pydraft-data": dict(n_layer=1, n_embd=128, n_head=4, steps=1500, lr=3e-3, teacher=None),
 }
-CONTEXT, BATCH, SEED, VAL_EVERY = 256, 8, 1234, 20  # every 20th file is held out for validation
-SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "__pycache__"}
-
-
-def corpus_files():
-    """The standard library's .py files, in a fixed order, without test suites or site-packages."""
-    stdlib = pathlib.Path(sysconfig.get_paths()["stdlib"])
-    files = [p for p in stdlib.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(stdlib).parts)]
-    return stdlib, sorted(files, key=lambda p: p.relative_to(stdlib).as_posix())
-
-
-def load_corpus():
-    """Train and validation bytes; files joined with a blank line, whole files held out."""
-    stdlib, files = corpus_files()
-    train, val = [], []
-    for i, p in enumerate(files):
-        (val if i % VAL_EVERY == 0 else train).append(p.read_bytes() + b"\n\n")
-    info = {
-        "source": "the .py files of the Python standard library, test suites excluded",
-        "python": platform.python_version(),
-        "stdlib": str(stdlib),
-        "excluded_dirs": sorted(SKIP_DIRS),
-        "files": len(files),
-        "validation": f"every {VAL_EVERY}th file in sorted path order (whole files held out)",
-        "train_bytes": sum(map(len, train)),
-        "val_bytes": sum(map(len, val)),
-    }
-    as_array = lambda parts: np.frombuffer(b"".join(parts), dtype=np.uint8)  # noqa: E731
-    return as_array(train), as_array(val), info
+CONTEXT, BATCH, SEED = 256, 8, 1234
 
 
 def batches(data, rng, n):
@@ -147,8 +120,9 @@ def train(name, spec, train_data, val_data, info, out, steps=None, resume=False,
             print(f"{name} step {i:5d} loss {history[-1]:.4f} {dt:7.1f}s", flush=True)
         if (i + 1) % save_every == 0 and i + 1 < steps:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
-            torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), rng=rng.bit_generator.state,
-                            step=i + 1, history=history, seconds=time.perf_counter() - t0), checkpoint)  # fmt: skip
+            state = dict(model=model.state_dict(), opt=opt.state_dict(), step=i + 1)
+            state |= dict(rng=rng.bit_generator.state, history=history)
+            torch.save(state | dict(seconds=time.perf_counter() - t0), checkpoint)
     seconds = time.perf_counter() - t0
     train_loss, val_loss = (
         evaluate(model, train_data, SEED + 1),
@@ -178,7 +152,8 @@ def train(name, spec, train_data, val_data, info, out, steps=None, resume=False,
             "lr": f"peak {spec['lr']}, linear warmup {warmup} steps, cosine decay to peak/10",
             "seed": SEED,
             "seconds": round(seconds, 1),
-            "machine": f"PyTorch {torch.__version__} on {machine()}, {torch.get_num_threads()} threads",
+            "machine": f"PyTorch {torch.__version__} on {cpu_model()}",
+            "threads": torch.get_num_threads(),
         },
         "corpus": info,
         "tokens": "bytes of UTF-8 text, vocab 256",
@@ -193,17 +168,6 @@ def train(name, spec, train_data, val_data, info, out, steps=None, resume=False,
     return record
 
 
-def machine():
-    """The CPU's model name, as /proc/cpuinfo gives it (the platform's name elsewhere)."""
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "models")
@@ -212,7 +176,7 @@ def main():
     parser.add_argument("--resume", action="store_true", help="go on from a saved checkpoint")
     parser.add_argument("--save-every", type=int, default=250)
     args = parser.parse_args()
-    train_data, val_data, info = load_corpus()
+    train_data, val_data, info = corpus.load()
     print(json.dumps(info), flush=True)
     for name, spec in MODELS.items():
         if args.only in (None, name):

@@ -317,9 +317,14 @@ def test_a_download_that_stops_half_way_leaves_nothing_behind(monkeypatch, tmp_p
 
 
 def test_a_generation_too_long_for_the_context_is_refused_up_front(model):
-    gpt2.check_fits(model, PROMPT, 64 - len(PROMPT) + 1)  # exactly fits n_positions = 64
-    with pytest.raises(ValueError, match="need a context of 65.*at most 64"):
-        gpt2.check_fits(model, PROMPT, 64 - len(PROMPT) + 2)
+    # specmini reads the model's max_context (n_positions = 64) and refuses before any call
+    model.reset()
+    fits = specmini.autoregressive(model, PROMPT, 64 - len(PROMPT) + 1, temperature=0)
+    assert len(fits.tokens) == 64 - len(PROMPT) + 1
+    model.reset()
+    with pytest.raises(ValueError, match="= 65 tokens, but max_context is 64"):
+        specmini.generate(model, model, PROMPT, 64 - len(PROMPT) + 2, k=2)
+    assert model.cached == [], "refused before the first call"
 
 
 def test_real_hub_urls_and_cache_are_used(monkeypatch, tmp_path):
