@@ -43,7 +43,7 @@ from tinygrad.helpers import NUM_CPU_THREADS, GlobalCounters
 from tinygrad.nn.state import safe_load, safe_save
 
 import specmini
-from course import checkpoints, gpt2
+from course import checkpoints, corpus, gpt2, speedup
 from course.timing import cpu_model, seconds
 from course.toys import accept_tests
 
@@ -62,10 +62,12 @@ SHAPES = {  # Hugging Face's gpt2 and gpt2-medium configs
     "small": dict(n_embd=768, n_layer=12, n_head=12),
     "medium": dict(n_embd=1024, n_layer=24, n_head=16),
 }
-NEW_TOKENS = {"pair": 64, "small": 16, "medium": 8}  # tinygrad takes seconds per token on 2 cores
+NEW_TOKENS = {"pair": 128, "small": 16, "medium": 8}  # tinygrad takes seconds per token on 2 cores
 REPS = {"pair": 5, "small": 3, "medium": 2}  # medium takes minutes per repetition on 2 cores
 SAMPLE_S = 0.03  # a timing sample repeats a call until it lasts about this long
-PAIR_TEXT = b'def fibonacci(n):\n    """The n-th Fibonacci number."""\n    a, b = 0, 1\n'
+PAIR_PROMPTS, PAIR_PROMPT_LEN = 4, 64  # held-out code (course.corpus.code_prompts), as bytes
+SPEC_KS = (1, 2, 3, 4, 5, 6)  # the K raced end to end, each against the target alone
+TEMPERATURES = (0.0, 1.0)
 
 
 @dataclass
@@ -80,6 +82,7 @@ class Case:
     reps: int
     note: str
     ks: tuple = KS  # the K of the verification passes timed
+    prompts: list = None  # the end-to-end race's prompts (the pair: held-out code)
 
 
 # ---------- the models ----------
@@ -120,17 +123,20 @@ def write_weights(state, directory):
 
 def make_case(name, scratch, reps, new_tokens, prompt_len=PROMPT_LEN):
     if name == "pair":
-        prompt = list(PAIR_TEXT[:prompt_len])
+        prompts = corpus.code_prompts(PAIR_PROMPTS, PAIR_PROMPT_LEN)
+        prompt = prompts[0][:prompt_len]
         target, draft = ROOT / "models" / "pytarget", ROOT / "models" / "pydraft"
-        note = "offline pair: trained byte-level models from models/"
+        note = "offline pair: trained byte-level models from models/; prompts: held-out code"
     else:
         target, draft = random_pair(name, scratch / name)
         vocab = json.loads((target / "config.json").read_text())["vocab_size"]
         prompt = np.random.default_rng(0).integers(0, vocab, prompt_len).tolist()
         note = f"random weights; draft = the target's first {DRAFT_LAYERS} layers"
-    return Case(
+    case = Case(
         name, target, draft, prompt, new_tokens or NEW_TOKENS[name], reps or REPS[name], note
     )
+    case.prompts = prompts if name == "pair" else [prompt]
+    return case
 
 
 # ---------- the two frameworks ----------
@@ -141,10 +147,25 @@ class Tinygrad:
 
     name = "tinygrad"
 
-    def __init__(self, case):
+    def __init__(self, case, beam=0):
         self.case, self.prompt = case, case.prompt
-        self.target, self.draft = checkpoints.load(case.target), checkpoints.load(case.draft)
+        self.target = checkpoints.load(case.target, beam=beam)
+        self.draft = checkpoints.load(case.draft, beam=beam)
         self.layers = self.target.config.n_layer
+
+    def draft_step(self):
+        self.draft(self.prompt, len(self.prompt) - 1)
+
+    def plain(self, prompt, n, temperature, seed):
+        return specmini.autoregressive(self.target, prompt, n, temperature=temperature, seed=seed)
+
+    def spec(self, prompt, n, k, temperature, seed):
+        return specmini.generate(
+            self.target, self.draft, prompt, n, k=k, temperature=temperature, seed=seed
+        )
+
+    def reset(self):
+        self.target.reset(), self.draft.reset()
 
     def step(self):
         # the cache holds prompt[:-1] from the previous call: only the last token is computed
@@ -213,10 +234,40 @@ class Transformers:
         self.cache = DynamicCache(config=self.target.config)
         self.target(self.ids[:, :-1], past_key_values=self.cache, use_cache=True)
 
-    def config(self, n):
+    def config(self, n, temperature=0.0):
+        # sampling from the whole distribution: transformers' default top_k of 50 is switched off
+        sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
         return self.generation_config(
-            do_sample=False, max_new_tokens=n, eos_token_id=None, pad_token_id=0
-        )
+            max_new_tokens=n, eos_token_id=None, pad_token_id=0,
+            **(sampling if temperature > 0 else dict(do_sample=False)),
+        )  # fmt: skip
+
+    def draft_step(self):
+        pass  # not timed: c is tinygrad's
+
+    def generate(self, prompt, n, temperature, seed, assistant=None):
+        self.torch.manual_seed(seed)
+        ids = self.torch.tensor([prompt])
+        config = self.config(n, temperature)
+        out = self.target.generate(ids, generation_config=config, assistant_model=assistant)
+        return Made(out[0, len(prompt) :].tolist())
+
+    def plain(self, prompt, n, temperature, seed):
+        return self.generate(prompt, n, temperature, seed)
+
+    def spec(self, prompt, n, k, temperature, seed):
+        self.drafting(k)
+        return self.generate(prompt, n, temperature, seed, assistant=self.draft)
+
+    def drafting(self, k):
+        # the candidate generator reads these from the draft's own generation config: K drafts
+        # every round, as specmini.generate, and no early stop on the draft's confidence
+        drafting = self.draft.generation_config
+        drafting.num_assistant_tokens, drafting.num_assistant_tokens_schedule = k, "constant"
+        drafting.assistant_confidence_threshold = 0
+
+    def reset(self):
+        pass
 
     def forward(self, ids):
         out = self.target(ids, past_key_values=self.cache, use_cache=True).logits
@@ -234,11 +285,7 @@ class Transformers:
         return out[0, len(self.prompt) :].tolist(), None
 
     def speculative(self, n, k):
-        # the candidate generator reads these from the draft's own generation config: K drafts
-        # every round, as specmini.generate, and no early stop on the draft's confidence
-        drafting = self.draft.generation_config
-        drafting.num_assistant_tokens, drafting.num_assistant_tokens_schedule = k, "constant"
-        drafting.assistant_confidence_threshold = 0
+        self.drafting(k)
         out = self.target.generate(
             self.ids, generation_config=self.config(n), assistant_model=self.draft
         )
@@ -246,6 +293,13 @@ class Transformers:
 
     def kernels(self):
         return None
+
+
+@dataclass
+class Made:
+    """transformers' new tokens, shaped like specmini's Generation for the race."""
+
+    tokens: list
 
 
 def torch_available():
@@ -297,6 +351,7 @@ def measure(peers, case, k):
         progress(f"{case.name}: repetition {rep + 1} of {case.reps}")
         for p in peers:
             sample(p, "step", p.step, repeat[p.name])
+            sample(p, "draft_step", p.draft_step, repeat[p.name])
         for kk in case.ks:
             for p in peers:
                 sample(p, f"verify{kk}", lambda p=p, kk=kk: p.verify(kk), repeat[p.name])
@@ -313,6 +368,82 @@ def measure(peers, case, k):
                 if stats:
                     spec_stats[p.name] = stats
     return cold, repeat, times, tokens, spec_stats
+
+
+def race_pair(peers, case, ks, temperatures):
+    """End to end, per temperature: each framework's target alone and speculative decoding at
+    every K in ks, racing on the case's prompts (course.speedup.race: all take turns inside every
+    repetition). Seconds per token, speed-ups over the same framework's target alone, alpha (the
+    share of accept tests passed, tinygrad's rounds), and at temperature 0 whether every
+    speculative text equals its target's greedy one, and how much that text repeats itself."""
+    out, n = {}, case.new_tokens
+    for t in temperatures:
+        runs = {}
+        for p in peers:
+            runs[f"{p.name} plain"] = lambda prompt, seed, p=p, t=t: p.plain(prompt, n, t, seed)
+            for k in ks:
+                runs[f"{p.name} K={k}"] = lambda prompt, seed, p=p, k=k, t=t: p.spec(
+                    prompt, n, k, t, seed
+                )
+        progress(f"{case.name}: racing end to end at temperature {t}, {len(runs)} runs")
+        summary, last = speedup.race(runs, case.prompts, peers, case.reps)
+        n_prompts = len(case.prompts)
+        r = {
+            "s_per_token": summary,
+            "speedup": {
+                p.name: {
+                    k: speedup.speedups(summary, f"{p.name} plain", f"{p.name} K={k}") for k in ks
+                }
+                for p in peers
+            },  # fmt: skip
+            "alpha": {
+                k: speedup.alpha_of([last[f"tinygrad K={k}", i] for i in range(n_prompts)])
+                for k in ks
+            },
+        }
+        r["alpha_all"] = speedup.alpha_of(
+            [last[f"tinygrad K={k}", i] for k in ks for i in range(n_prompts)]
+        )
+        if t == 0:
+            plain = [last["tinygrad plain", i].tokens for i in range(n_prompts)]
+            r["greedy_identical"] = {  # each run's texts against tinygrad's target alone
+                name: all(last[name, i].tokens == plain[i] for i in range(n_prompts))
+                for name in runs
+            }
+            r["greedy_repeated_16grams"] = [repeated_share(tokens) for tokens in plain]
+            r["greedy_texts"] = [bytes(tokens).decode("utf-8", "replace") for tokens in plain]
+        out[str(t)] = r
+    return out
+
+
+def repeated_share(tokens, n=16):
+    """The share of a text's n-token windows that already occurred earlier in it: near 1 for a
+    text stuck in a loop, near 0 for one that goes somewhere."""
+    windows = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    seen, repeats = set(), 0
+    for w in windows:
+        repeats += w in seen
+        seen.add(w)
+    return repeats / max(len(windows), 1)
+
+
+def predictions(report, race):
+    """Notebook 05's refined formula on tinygrad's measured costs: c (draft step / target step),
+    v_K (verify K / step) and each temperature's alpha; the K it chooses; against the race."""
+    tiny = report["frameworks"]["tinygrad"]
+    c = tiny["draft_step_ms"]["median"] / tiny["step_ms"]["median"]
+    v = {int(k): x["ratio_median"] for k, x in tiny["verify"].items()}
+    out = {"c": c, "v": v}
+    for t, r in race.items():
+        alpha = r["alpha_all"]
+        ks = [int(k) for k in r["speedup"]["tinygrad"] if int(k) in v]
+        out[t] = {
+            "alpha": alpha,
+            "predicted": {k: speedup.refined_speedup(alpha, k, c, v[k]) for k in ks},
+            "measured_median": {k: r["speedup"]["tinygrad"][k]["median"] for k in ks},
+            "chosen_k": speedup.choose_k(alpha, c, {k: v[k] for k in ks})[0],
+        }
+    return out
 
 
 def progress(message):
@@ -449,6 +580,8 @@ def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_
         step = summary([s * 1e3 for s in t["step"]])
         r = {**cold[p.name], "calls_per_sample": repeat[p.name], "step_ms": step}
         r["step_over_floor"] = step["median"] / floor_ms
+        if p.name == "tinygrad":
+            r["draft_step_ms"] = summary([s * 1e3 for s in t["draft_step"]])
         r["verify"] = {}
         for kk in case.ks:
             v = summary([s * 1e3 for s in t[f"verify{kk}"]])
@@ -530,11 +663,44 @@ def table(name, m):
             lines.append(f"   gpt2.kernel_counts: {reported}")
     if "transformers" in fw:
         lines.append("   transformers speculative = assisted generation, same draft and K")
+    if "race" in m:
+        lines += race_lines(m)
     if m["tokens_identical"]:
         lines.append("   tokens identical across all runs: yes")
     else:
         lines.append(f"   !!! TOKENS DIFFER: {m['mismatches']} !!!")
     return "\n".join(lines)
+
+
+def race_lines(m):
+    """The end-to-end race and the refined formula's prediction, a block per temperature."""
+    pred = m["predictions"]
+    lines = [
+        f"   end to end on {len(m['race_prompts'])} held-out prompts: ms per token (min / median),"
+        f" speed-up over the same framework's target alone (median); c = {pred['c']:.3f}",
+    ]
+    for t, r in m["race"].items():
+        p = pred[t]
+        lines.append(
+            f"   temperature {t}: alpha {p['alpha']:.3f}, refined formula's K {p['chosen_k']}"
+        )
+        for name, x in r["s_per_token"].items():
+            fw, _, kind = name.partition(" ")
+            extra = ""
+            if kind != "plain":
+                k = int(kind[2:])
+                extra = f"  speed-up {r['speedup'][fw][k]['median']:.2f}"
+                if fw == "tinygrad":
+                    extra += f" (predicted {p['predicted'][k]:.2f})"
+            lines.append(f"     {name:18} {x['min'] * 1e3:7.3f} {x['median'] * 1e3:7.3f}{extra}")
+        if "greedy_identical" in r:
+            same = all(r["greedy_identical"][n] for n in r["greedy_identical"] if "tinygrad" in n)
+            lines.append(
+                f"     greedy: speculative = target alone (tinygrad, every K): {same}; "
+                f"transformers' greedy the same: {r['greedy_identical'].get('transformers plain')}"
+                f"; repeated 16-grams {[round(x, 2) for x in r['greedy_repeated_16grams']]}"
+            )
+    return lines
 
 
 # ---------- running it ----------
@@ -555,12 +721,17 @@ def parse(argv):
     ap.add_argument(
         "--fast", action="store_true", help="CI: tinygrad, offline pair, 8 tokens, 2 reps"
     )
+    ap.add_argument(
+        "--beam", type=int, help="tinygrad's kernel search width (default 2; 0 in --fast mode)"
+    )
     ap.add_argument("--out", type=pathlib.Path, help="JSON path (default: benchmarks/results/tmp/)")
     ap.add_argument("--save", action="store_true", help="write to benchmarks/results/ to commit")
     args = ap.parse_args(argv)
     if args.fast:
         args.models, args.no_torch = "pair", True
         args.reps, args.tokens = args.reps or 2, args.tokens or 8
+    if args.beam is None:
+        args.beam = 0 if args.fast else 2
     return args
 
 
@@ -594,6 +765,7 @@ def main(argv=None):
         "threads": {"tinygrad_NUM_CPU_THREADS": threads},
         # tinygrad's settings that change its kernels: a BEAM-searched run is not a plain one
         "tinygrad_env": {k: os.environ[k] for k in TINYGRAD_ENV if k in os.environ},
+        "tinygrad_beam": args.beam,
         "load_before": os.getloadavg(),
         "fast": args.fast,
     }
@@ -610,9 +782,15 @@ def main(argv=None):
             prompt_len = FAST_PROMPT_LEN if args.fast else PROMPT_LEN
             case = make_case(name, pathlib.Path(scratch), args.reps, args.tokens, prompt_len)
             case.ks = FAST_KS if args.fast else KS
-            peers = [Tinygrad(case)] + ([Transformers(case)] if with_torch else [])
+            peers = [Tinygrad(case, args.beam)] + ([Transformers(case)] if with_torch else [])
             measured = measure(peers, case, args.k)
             report = model_report(case, peers, args.k, *measured, result["bandwidth"]["floor_GBps"])
+            if name == "pair":
+                ks = FAST_KS[1:] if args.fast else SPEC_KS
+                case.prompts = case.prompts[:1] if args.fast else case.prompts
+                report["race"] = race_pair(peers, case, ks, TEMPERATURES)
+                report["race_prompts"] = [bytes(p).decode("utf-8", "replace") for p in case.prompts]
+                report["predictions"] = predictions(report, report["race"])
             result["models"][name] = report
             print(table(name, report), flush=True)
             del peers  # free GPT-2 medium's weights before the next model

@@ -55,7 +55,7 @@ class Config:
 
     @property
     def parameters(self):
-        """The weights of a GPT-2 of this shape, as its files count them (`toys.gpt2_parameters`)."""
+        """The weights of a GPT-2 of this shape, as its files count them (toys.gpt2_parameters)."""
         return gpt2_parameters(self.n_layer, self.n_embd, self.vocab_size, self.n_positions,
                                self.n_inner)  # fmt: skip
 

@@ -3,7 +3,6 @@
 Each `check_*` runs a learner's function through a list of cases and prints one line per case.
 A stub that still raises NotImplementedError counts as "not attempted yet", not as a failure
 (under nbgrader it scores zero). A failing case says what went wrong, never the expected answer.
-`QUIZ` holds the hashed answers of the notebook's concept quiz (`grading.answer_key`).
 """
 
 import numpy as np
@@ -164,13 +163,3 @@ def check_score_drafts(fn, strict=True):
     # No public specmini function does this step alone (it happens inside specmini.generate),
     # so there is nothing to forbid: the one-call case is what an answer cannot fake.
     return grade("score_drafts", fn, SCORE_CASES, strict)
-
-
-# The concept quiz at the end of notebook 01: question number -> grading.answer_key(answer).
-QUIZ = {
-    1: "8ca260c386505dae",
-    2: "8df3a99e0be789e2",
-    3: "56b7f2209eb5a905",
-    4: "4042af303e01be24",
-    5: "8c3b0dfb7693637f",
-}

@@ -184,14 +184,3 @@ ACCEPT_CASES = [(title, classic_case(*spec)) for title, spec in CLASSIC.items()]
 
 def check_speculative_accept(fn, strict=True):
     return grade("speculative_accept", fn, ACCEPT_CASES, strict, forbid=("speculative_accept",))
-
-
-# The concept quiz at the end of notebook 02: the answers' hashes (grading.answer_key), never the
-# answers themselves.
-QUIZ = {
-    1: "13c5a6abb83f9e3e",
-    2: "6d11b3d2d52f6349",
-    3: "76d3970ad0baf5b0",
-    4: "56b7f2209eb5a905",
-    5: "8df3a99e0be789e2",
-}

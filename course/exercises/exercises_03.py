@@ -4,7 +4,6 @@ Each `check_*` runs a learner's function through a list of cases and prints one 
 (the `grade` loop of grading.py). A stub that still raises NotImplementedError counts as "not
 attempted yet" (under nbgrader it scores zero). The residual's check rejects an answer that calls
 `specmini.residual` itself. A failing case says what went wrong, never the expected answer.
-`QUIZ` holds the hashed answers of the notebook's concept quiz (`grading.answer_key`).
 """
 
 import numpy as np
@@ -206,14 +205,3 @@ STEP_CASES = [
 
 def check_step_distribution(fn, strict=True):
     return grade("step_distribution", fn, STEP_CASES, strict)
-
-
-# The concept quiz at the end of notebook 03: the answers' hashes (grading.answer_key), never the
-# answers themselves.
-QUIZ = {
-    1: "f83191bdf319d48d",
-    2: "354caf750cc6be74",
-    3: "e56c920ad0157eeb",
-    4: "56b7f2209eb5a905",
-    5: "5da1aaf4913e1200",
-}

@@ -319,13 +319,3 @@ SPECULATIVE_ROUND_CASES = [
 
 def check_speculative_round(fn, strict=True):
     return grade("speculative_round", fn, SPECULATIVE_ROUND_CASES, strict, forbid=FORBID)
-
-
-# The concept quiz: answer_key hashes (grading.py), so this module shows no answer in clear.
-QUIZ = {
-    1: "040df88d61c30d70",
-    2: "8df3a99e0be789e2",
-    3: "d1c00850a8b51798",
-    4: "56b7f2209eb5a905",
-    5: "4042af303e01be24",
-}

@@ -1,8 +1,8 @@
-"""Automatic checks for notebook 05: the exercises (alpha from r', choosing K) and the quiz.
+"""Automatic checks for notebook 05's exercises: alpha from r', choosing K.
 
 `check_alpha_from_tokens` and `check_choose_k` run a learner's function through a list of cases
-and print one line per case (the `grade` loop of grading.py). A failing case says what went wrong, never the
-expected alpha or K. `QUIZ` holds the quiz's answers as `grading.answer_key` hashes only.
+and print one line per case (the `grade` loop of grading.py). A failing case says what went
+wrong, never the expected alpha or K.
 """
 
 import numpy as np
@@ -57,16 +57,6 @@ ALPHA_CASES = [
 
 def check_alpha_from_tokens(fn, strict=True):
     return grade("alpha_from_tokens", fn, ALPHA_CASES, strict)
-
-
-# The concept quiz: question number -> grading.answer_key(answer). Never the answers in clear.
-QUIZ = {
-    1: "69d17372441edece",
-    2: "56b7f2209eb5a905",
-    3: "8df3a99e0be789e2",
-    4: "973169d6928aa9e1",
-    5: "8c3b0dfb7693637f",
-}
 
 
 # Exercise 2: choose_k(alpha, c, verify_costs) -> the K in 1..len(verify_costs) with the largest

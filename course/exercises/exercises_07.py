@@ -106,11 +106,12 @@ def check_tree_mask(fn, model, prefix, strict=True):
     return grade("tree_mask", fn, cases, strict)
 
 
-# The quiz at the end of the notebook: answers as grading.answer_key hashes.
+# The quiz of notebook 07: grading.quiz_hash of each answer, until the notebook's quiz check
+# cell holds them as nbgrader hidden tests (then this goes: teaching/quiz_convert.py, issue 23).
 QUIZ = {
-    1: "8df3a99e0be789e2",
-    2: "6546d10536a15814",
-    3: "80e9c5a6d13eecc5",
-    4: "56b7f2209eb5a905",
-    5: "8c3b0dfb7693637f",
+    1: "e16546d4570e9772",
+    2: "488eea6bb9e63b9a",
+    3: "44c0dd51e9c4f28b",
+    4: "934cf4c39c908466",
+    5: "85047a20328af4c9",
 }

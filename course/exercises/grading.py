@@ -6,6 +6,11 @@ with `require`. Every case is reported, and a message says what is wrong, never 
 The same checks grade the student edition under nbgrader: there a check that is not attempted
 yet, or fails, raises, so that its cell scores zero. A learner sees that failure's message, not
 a traceback into this module.
+
+A quiz is checked question by question (`check_quiz`) against salted hashes of its answers. In the
+self-study notebooks the hashes sit in the quiz's check cell; in the student edition they are
+nbgrader's hidden tests, which only the autograder sees, and the cell's score is the number of
+right answers.
 """
 
 import contextlib
@@ -118,34 +123,72 @@ def as_array(x):
     return np.asarray(x, dtype=np.float64)
 
 
-def answer_key(answer):
-    """A quiz answer as a hash, so that the checks can hold the key without showing it: letters
-    are case-blind, numbers are compared at 2 decimals."""
-    if isinstance(answer, str):
-        text = answer.strip().lower()
-    else:
-        text = f"{float(answer):.2f}"
-    return hashlib.sha256(f"specmini-quiz:{text}".encode()).hexdigest()[:16]
+# PBKDF2 rounds per hash: a check takes a fraction of a second, a search of every answer minutes
+QUIZ_ROUNDS = 100_000
+
+
+def quiz_hash(name, question, answer):
+    """A quiz answer as a salted, slow hash, so that a check cell can hold the key without showing
+    it. The salt is the quiz's name and the question's number: the same letter hashes differently
+    in every question of every notebook. Letters are case-blind; numbers (or text that reads as
+    one) are compared at 2 decimals."""
+    text = str(answer).strip().lower()
+    try:
+        text = f"{float(text):.2f}"
+    except ValueError:
+        pass
+    salt = f"specmini-quiz|{name}|{question}".encode()
+    return hashlib.pbkdf2_hmac("sha256", text.encode(), salt, QUIZ_ROUNDS)[:8].hex()
+
+
+def unanswered(value):
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def check_quiz(name, answers, key):
-    """Check a notebook's quiz: `answers` maps question numbers to a letter or a number, `key`
-    maps them to `answer_key` hashes. Raises AssertionError (naming the questions, never their
-    answers) unless every question is answered right."""
-    wrong, missing = [], []
+    """Check a notebook's quiz, question by question: `answers` maps question numbers to a letter
+    or a number (None: not answered yet), `key` maps them to `quiz_hash` hashes. Prints one line
+    per question, naming what is right or wrong, never the answer.
+
+    One point per question. Under nbgrader the cell's value is the number of right answers, which
+    nbgrader reads as the cell's partial credit; an unanswered or wrong question scores 0. In
+    self-study nothing is returned; a wrong answer raises, an unanswered one does not. `key` is
+    None in the student edition, where the hashes are nbgrader's hidden tests: the cell then says
+    which questions are answered, and the autograder, which has the key, checks them.
+    """
+    answers = answers if isinstance(answers, dict) else {}
+    if key is None:
+        given = [q for q in sorted(answers) if not unanswered(answers[q])]
+        for question in sorted(answers):
+            if question in given:
+                print(f"· question {question}: answered")
+            else:
+                print(f"… question {question}: not answered yet")
+        print(
+            f"{name}: {len(given)} of {len(answers)} answered; "
+            "the autograder checks them when your notebook is graded"
+        )
+        return 0.0 if os.environ.get("NBGRADER_EXECUTION") == "autograde" else None
+    right, wrong, missing = [], [], []
     for question, want in key.items():
-        if question not in answers:
+        given = answers.get(question)
+        if unanswered(given):
             missing.append(question)
-            continue
-        try:
-            right = answer_key(answers[question]) == want
-        except (TypeError, ValueError):
-            right = False
-        (print(f"✓ question {question}") if right else wrong.append(question))
-    for question in wrong:
-        print(f"✗ question {question}: not this one; read its section again")
-    if missing:
-        print(f"… {name}: no answer yet for question(s) {', '.join(map(str, missing))}")
-    if wrong or missing:
-        raise CheckFailed(f"{name}: {len(key) - len(wrong) - len(missing)} of {len(key)} right")
-    print(f"✓ {name}: all {len(key)} answers right")
+            print(f"… question {question}: not answered yet")
+        elif quiz_hash(name, question, given) == want:
+            right.append(question)
+            print(f"✓ question {question}")
+        else:
+            wrong.append(question)
+            print(f"✗ question {question}: not this one; read its section again")
+    if len(right) == len(key):
+        print(f"✓ {name}: all {len(key)} answers right")
+    elif not right and not wrong:
+        print(f"… {name}: no answer yet. Write yours in the cell above, then re-run this cell.")
+    else:
+        print(f"{name}: {len(right)} of {len(key)} right")
+    if autograding():
+        return float(len(right))
+    if wrong:
+        raise CheckFailed(f"{name}: {len(right)} of {len(key)} right")
+    return None

@@ -13,6 +13,7 @@ from IPython.display import HTML, display
 
 import specmini
 from course.figures import save
+from course.speedup import refined_speedup  # noqa: F401  (the notebook calls it from here)
 from course.toys import (
     DRAFT_ABC,
     TARGET_ABC,
@@ -31,11 +32,6 @@ def best_k(alpha, c, ks=KS):
     """The K with the largest speed-up (Leviathan et al.'s formula) and that speed-up."""
     s = [specmini.speedup(alpha, int(k), c) for k in ks]
     return int(ks[np.argmax(s)]), max(s)
-
-
-def refined_speedup(alpha, k, c, verify_cost):
-    """E[tokens] / (K c + v_K): the round's verification pass costs v_K target steps, not 1."""
-    return specmini.expected_tokens(alpha, k) / (k * c + verify_cost)
 
 
 def plot_speedup_best_k(path=None, c_left=0.05):

@@ -11,7 +11,8 @@ import numpy as np
 from IPython.display import display
 
 import specmini
-from course import checkpoints, gpt2, timing, tokenizers
+from course import checkpoints, tokenizers
+from course.speedup import step_costs, tokens_per_second  # noqa: F401  (the notebook's timers)
 from course.toys import accept_tests, show_rounds, slider, slider_panel
 
 # ---------- the models ----------
@@ -234,35 +235,6 @@ def text_acceptance(target, draft, texts, encode, k):
 
 
 # ---------- timings ----------
-
-
-def step_costs(target, draft, text, at, ks):
-    """A draft step and a target step (one new token at position `at` against a warm cache), in
-    ms, and v_K: a target pass over K + 1 new tokens, in target steps, for each K in ks."""
-    calls = {
-        "draft": lambda: draft(text[: at + 1], at),
-        "target": lambda: target(text[: at + 1], at),
-    }
-    calls.update({k: (lambda k=k: target(text[: at + k + 1], at)) for k in ks})
-    ms = {name: 1000 * t for name, t in timing.fastest(calls, 20, warm_up=True).items()}
-    return ms["draft"], ms["target"], {k: ms[k] / ms["target"] for k in ks}
-
-
-def tokens_per_second(runs, models, repeat=3):
-    """Tokens per second of each of `runs` (a dict name -> a function returning a Generation):
-    the fastest of `repeat` runs, each from empty caches, the runs taking turns."""
-    made = {}
-
-    def counted(name, run):
-        return lambda: made.__setitem__(name, len(run().tokens))
-
-    def empty_caches():
-        for model in models:
-            model.reset()
-
-    calls = {name: counted(name, run) for name, run in runs.items()}
-    best = timing.fastest(calls, repeat, before=empty_caches)
-    return {name: made[name] / t for name, t in best.items()}
 
 
 # ---------- the live view ----------
