@@ -8,6 +8,11 @@ The self-study notebooks in notebooks/ are nbgrader's source: every answer cell 
 cell (the answer between ### BEGIN SOLUTION and ### END SOLUTION), every check after it a graded
 cell, and the cells only a self-study learner needs (the stub, its first check, "Solution (click
 to expand)", the demonstrations that buggy answers are rejected) carry the tag `self-study`.
+
+A quiz is the exception: its answer cell (grade_id `quiz_answers`) holds no solution at all, only
+the learner's blank `quiz = {1: None, ...}`, which the student edition keeps as it is; the
+answers' hashes are hidden tests of its check cell (### BEGIN HIDDEN TESTS ... ### END HIDDEN
+TESTS), which generate_assignment removes and autograding puts back.
 """
 
 from nbconvert.preprocessors import TagRemovePreprocessor
@@ -26,17 +31,29 @@ class ShowAnswerCells(pp.NbGraderPreprocessor):
         return cell, resources
 
 
+class ClearSolutions(pp.ClearSolutions):
+    """nbgrader's ClearSolutions, except for a quiz's answer cell in the new shape: it holds no
+    solution, and stays the learner's blank dict rather than becoming `raise NotImplementedError()`.
+    (An answer cell of the old shape, its answers between the markers, is still cleared.)"""
+
+    def preprocess_cell(self, cell, resources, index):
+        quiz = cell.metadata.get("nbgrader", {}).get("grade_id") == "quiz_answers"
+        if quiz and self.begin_solution_delimeter not in cell.source:
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+
 c = get_config()  # noqa: F821 (nbgrader runs this file with get_config defined)
 
 # nbgrader's default pipeline for generate_assignment, with the cells tagged `self-study` dropped
-# first and the answer cells shown expanded.
+# first, the answer cells shown expanded and the quiz's answer cell kept as it is.
 c.GenerateAssignment.preprocessors = [
     TagRemovePreprocessor,
     ShowAnswerCells,
     pp.IncludeHeaderFooter,
     pp.InstantiateTests,
     pp.LockCells,
-    pp.ClearSolutions,
+    ClearSolutions,
     pp.ClearOutput,
     pp.CheckCellMetadata,
     pp.ComputeChecksums,

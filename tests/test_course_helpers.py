@@ -119,3 +119,43 @@ def test_a_failed_check_says_its_message_not_a_traceback(capsys):
         grade("demo", lambda: 2, [("one", is_one), ("still one", is_one)])
     assert "✗ one: should be 1" in capsys.readouterr().out  # every case reported
     assert failed.value._render_traceback_() == ["CheckFailed: demo: 2 of 2 checks failed"]
+
+
+def test_a_quiz_is_checked_question_by_question(capsys, monkeypatch):
+    """check_quiz (issue 23): one line per question, never the answer; salted hashes; in
+    self-study unanswered questions do not raise and wrong ones do; under nbgrader the value is
+    the number of right answers (partial credit); without the key it only counts answers."""
+    import pytest
+
+    from course.exercises.grading import CheckFailed, check_quiz, quiz_hash
+
+    # the same answer hashes differently in every question and every notebook
+    hashes = {quiz_hash(f"quiz 0{n}", q, "b") for n in range(1, 8) for q in range(1, 6)}
+    assert len(hashes) == 35
+    assert quiz_hash("quiz 01", 1, " B ") == quiz_hash("quiz 01", 1, "b")
+    assert quiz_hash("quiz 01", 2, 7.76) == quiz_hash("quiz 01", 2, "7.760")
+    assert quiz_hash("quiz 01", 2, 7.76) != quiz_hash("quiz 01", 2, 7.77)
+
+    right = {1: "b", 2: 0.4, 3: 2}
+    key = {q: quiz_hash("quiz 99", q, a) for q, a in right.items()}
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert check_quiz("quiz 99", right, key) is None
+    assert capsys.readouterr().out.splitlines()[-1] == "✓ quiz 99: all 3 answers right"
+    assert check_quiz("quiz 99", {1: None, 2: None, 3: None}, key) is None  # self-study: no raise
+    assert capsys.readouterr().out.count("not answered yet") == 3
+    with pytest.raises(CheckFailed, match="1 of 3 right"):
+        check_quiz("quiz 99", {1: "B", 2: 0.5, 3: None}, key)
+    out = capsys.readouterr().out
+    assert "✓ question 1" in out and "✗ question 2" in out and "question 3: not answered" in out
+    assert "0.4" not in out  # the expected answer is never shown
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert check_quiz("quiz 99", right, key) == 3.0
+    assert check_quiz("quiz 99", {1: "b", 2: 0.5}, key) == 1.0  # wrong and missing score 0
+    assert check_quiz("quiz 99", {1: None, 2: None, 3: None}, key) == 0.0
+    assert check_quiz("quiz 98", right, key) == 0.0  # another quiz's salt: nothing matches
+    # the student edition's check cell without its hidden tests: answers counted, not checked
+    assert check_quiz("quiz 99", {1: "b", 2: None, 3: None}, None) == 0.0
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    assert check_quiz("quiz 99", {1: "b", 2: None, 3: None}, None) is None
+    assert "1 of 3 answered" in capsys.readouterr().out
