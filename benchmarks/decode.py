@@ -43,7 +43,7 @@ from tinygrad.helpers import NUM_CPU_THREADS, GlobalCounters
 from tinygrad.nn.state import safe_load, safe_save
 
 import specmini
-from course import checkpoints, corpus, gpt2, speedup
+from course import checkpoints, corpus, gpt2, speedup, timing
 from course.timing import cpu_model, seconds
 from course.toys import accept_tests
 
@@ -372,7 +372,7 @@ def measure(peers, case, k):
 
 def race_pair(peers, case, ks, temperatures):
     """End to end, per temperature: each framework's target alone and speculative decoding at
-    every K in ks, racing on the case's prompts (course.speedup.race: all take turns inside every
+    every K in ks, racing on the case's prompts (course.timing.race: all take turns inside every
     repetition). Seconds per token, speed-ups over the same framework's target alone, alpha (the
     share of accept tests passed, tinygrad's rounds), and at temperature 0 whether every
     speculative text equals its target's greedy one, and how much that text repeats itself."""
@@ -386,7 +386,7 @@ def race_pair(peers, case, ks, temperatures):
                     prompt, n, k, t, seed
                 )
         progress(f"{case.name}: racing end to end at temperature {t}, {len(runs)} runs")
-        summary, last = speedup.race(runs, case.prompts, peers, case.reps)
+        summary, last = timing.race(runs, case.prompts, peers, case.reps)
         n_prompts = len(case.prompts)
         r = {
             "s_per_token": summary,

@@ -5,9 +5,6 @@ Every timing here is wall time on whatever else the machine is doing, so the thi
 turns inside every repetition, and the report keeps both the fastest and the median.
 """
 
-import statistics
-import time
-
 import numpy as np
 
 import specmini
@@ -53,40 +50,9 @@ def tokens_per_second(runs, models, repeat=3):
     return {name: made[name] / t for name, t in best.items()}
 
 
-def race(runs, prompts, models, reps):
-    """Seconds per generated token of each run (name -> run(prompt, seed) -> Generation).
-
-    In every repetition each prompt is decoded by every run in turn, from empty caches (`models`
-    are reset before each), so the machine's load weighs on all alike. One sample per run and
-    repetition: its time over all prompts / its tokens. Returns name -> dict(min, median, samples)
-    and the Generations of the last repetition. Each run decodes the first prompt once, untimed,
-    first: compiled calls are built then.
-    """
-    for run in runs.values():
-        run(prompts[0], 10**6)  # a seed no timed run uses
-    samples, last = {name: [] for name in runs}, {}
-    for rep in range(reps):
-        spent, made = dict.fromkeys(runs, 0.0), dict.fromkeys(runs, 0)
-        for i, prompt in enumerate(prompts):
-            for name, run in runs.items():
-                for model in models:
-                    model.reset()
-                start = time.perf_counter()
-                last[name, i] = run(prompt, rep)
-                spent[name] += time.perf_counter() - start
-                made[name] += len(last[name, i].tokens)
-        for name in runs:
-            samples[name].append(spent[name] / made[name])
-    summary = {
-        name: dict(min=min(s), median=statistics.median(s), samples=s)
-        for name, s in samples.items()
-    }
-    return summary, last
-
-
 def speedups(race_summary, baseline, name):
-    """Speed-up of run `name` over `baseline` from a race: fastest over fastest, median over
-    median (per-token times, so a larger ratio is faster)."""
+    """Speed-up of run `name` over `baseline` from `timing.race`: fastest over fastest, median
+    over median (per-token times, so a larger ratio is faster)."""
     base, run = race_summary[baseline], race_summary[name]
     return dict(best=base["min"] / run["min"], median=base["median"] / run["median"])
 

@@ -4,6 +4,7 @@ one clock for a call, one loop that takes the fastest of several turns, and whic
 
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -33,6 +34,37 @@ def fastest(calls, repeat=5, warm_up=False, before=None):
                 before()
             best[name] = min(best[name], seconds(fn))
     return best
+
+
+def race(runs, prompts, models, reps):
+    """Seconds per generated token of each run (name -> run(prompt, seed) -> Generation).
+
+    In every repetition each prompt is decoded by every run in turn, from empty caches (`models`
+    are reset before each), so the machine's load weighs on all alike. One sample per run and
+    repetition: its time over all prompts / its tokens. Returns name -> dict(min, median, samples)
+    and the Generations of the last repetition. Each run decodes the first prompt once, untimed,
+    first: compiled calls are built then.
+    """
+    for run in runs.values():
+        run(prompts[0], 10**6)  # a seed no timed run uses
+    samples, last = {name: [] for name in runs}, {}
+    for rep in range(reps):
+        spent, made = dict.fromkeys(runs, 0.0), dict.fromkeys(runs, 0)
+        for i, prompt in enumerate(prompts):
+            for name, run in runs.items():
+                for model in models:
+                    model.reset()
+                start = time.perf_counter()
+                last[name, i] = run(prompt, rep)
+                spent[name] += time.perf_counter() - start
+                made[name] += len(last[name, i].tokens)
+        for name in runs:
+            samples[name].append(spent[name] / made[name])
+    summary = {
+        name: dict(min=min(s), median=statistics.median(s), samples=s)
+        for name, s in samples.items()
+    }
+    return summary, last
 
 
 def cpu_model():

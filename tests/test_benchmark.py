@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+from course import checkpoints
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -30,7 +32,8 @@ def test_fast_mode_reports_every_measurement(tmp_path):
     pair = result["models"]["pair"]
     assert pair["tokens_identical"] and not pair["mismatches"]
     assert len(pair["tokens"]) == pair["new_tokens"] == 8
-    assert pair["floor_ms"] > 0 and pair["parameters"] == 842_496
+    committed = checkpoints.read_config(ROOT / "models" / "pytarget" / "config.json")
+    assert pair["floor_ms"] > 0 and pair["parameters"] == committed.parameters
     tiny = pair["frameworks"]["tinygrad"]
     assert set(pair["frameworks"]) == {"tinygrad"}  # fast mode never needs torch
     assert tiny["compile_s"] > 0 and 0 < tiny["step_ms"]["min"] <= tiny["step_ms"]["median"]
@@ -46,3 +49,15 @@ def test_fast_mode_reports_every_measurement(tmp_path):
     assert tiny["kernels"]["counted"]["step"] > 0
     reported = tiny["kernels"]["gpt2_kernel_counts"]
     assert reported and all(n > 0 for n in reported.values())
+    assert 0 < tiny["draft_step_ms"]["min"] <= tiny["draft_step_ms"]["median"]
+
+    # the end-to-end race: the target alone against speculative decoding, both temperatures
+    assert set(pair["race"]) == {"0.0", "1.0"} and len(pair["race_prompts"]) == 1
+    for t, race in pair["race"].items():
+        assert set(race["s_per_token"]) == {"tinygrad plain", "tinygrad K=4"}
+        assert race["speedup"]["tinygrad"]["4"]["median"] > 0
+        assert 0 <= race["alpha_all"] <= 1
+        predicted = pair["predictions"][t]
+        assert predicted["predicted"]["4"] > 0 and predicted["chosen_k"] in (0, 4)
+    assert all(pair["race"]["0.0"]["greedy_identical"].values())
+    assert pair["predictions"]["c"] > 0 and set(pair["predictions"]["v"]) == {"1", "4"}
