@@ -410,21 +410,10 @@ def race_pair(peers, case, ks, temperatures):
                 name: all(last[name, i].tokens == plain[i] for i in range(n_prompts))
                 for name in runs
             }
-            r["greedy_repeated_16grams"] = [repeated_share(tokens) for tokens in plain]
+            r["greedy_repeated_16grams"] = [speedup.repeated_share(tokens) for tokens in plain]
             r["greedy_texts"] = [bytes(tokens).decode("utf-8", "replace") for tokens in plain]
         out[str(t)] = r
     return out
-
-
-def repeated_share(tokens, n=16):
-    """The share of a text's n-token windows that already occurred earlier in it: near 1 for a
-    text stuck in a loop, near 0 for one that goes somewhere."""
-    windows = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-    seen, repeats = set(), 0
-    for w in windows:
-        repeats += w in seen
-        seen.add(w)
-    return repeats / max(len(windows), 1)
 
 
 def predictions(report, race):

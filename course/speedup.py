@@ -61,3 +61,14 @@ def alpha_of(generations):
     """The share of accept tests passed over some Generations (notebook 04's alpha)."""
     passed, run = np.sum([accept_tests(g) for g in generations], axis=0)
     return passed / max(run, 1)
+
+
+def repeated_share(tokens, n=16):
+    """The share of a text's n-token windows that already occurred earlier in it: near 1 for a
+    text stuck in a loop, near 0 for one that goes somewhere."""
+    windows = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    seen, repeats = set(), 0
+    for w in windows:
+        repeats += w in seen
+        seen.add(w)
+    return repeats / max(len(windows), 1)
