@@ -241,17 +241,17 @@ def multi_draft_walk(tree, target_rows, draft_rows, chance, update=True):
         children = tree.children(node)
         if not children:
             return out + [chance.draw(target_rows[node + 1])], "bonus"
-        p, q = target_rows[node + 1], draft_rows[node + 1]
+        target_row, draft_row = target_rows[node + 1], draft_rows[node + 1]
         for child in children:
             x = tree.tokens[child]
-            if chance.coin(min(1.0, p[x] / q[x])):
+            if chance.coin(min(1.0, target_row[x] / draft_row[x])):
                 out.append(x)
                 node = child
                 break
             if update:
-                p = specmini.residual(p, q)
+                target_row = specmini.residual(target_row, draft_row)
         else:
-            residual = p if update else specmini.residual(p, q)
+            residual = target_row if update else specmini.residual(target_row, draft_row)
             return out + [chance.draw(residual)], "correction"
 
 
