@@ -47,7 +47,7 @@ QUIZ_ANSWERS = {
     for number, answers in json.loads((REPO / "teaching" / "quiz_answers.json").read_text()).items()
 }
 # Notebooks whose quiz is not converted yet (the lead rewrites them): teaching/quiz_convert.py
-QUIZ_PENDING = {"06", "07"}
+QUIZ_PENDING = set()
 
 # What autograding costs. nbgrader executes each submitted notebook top to bottom, so every
 # submission costs the notebook's full run (COST, in seconds: one run each, measured on the

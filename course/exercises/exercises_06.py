@@ -174,14 +174,3 @@ def greedy_round_cases(target, draft, prompt, k=4, new_tokens=48):
 def check_greedy_round(fn, target, draft, prompt, k=4, strict=True):
     cases = greedy_round_cases(target, draft, prompt, k)
     return grade("greedy_round", fn, cases, strict, forbid=ROUND_FORBID)
-
-
-# The quiz of notebook 06: grading.quiz_hash of each answer, until the notebook's quiz check
-# cell holds them as nbgrader hidden tests (then this goes: teaching/quiz_convert.py, issue 23).
-QUIZ = {
-    1: "9ef1f9a38240f1f8",
-    2: "162dfc289380dc58",
-    3: "ca9806d5e09230b2",
-    4: "82a147ad4f284304",
-    5: "284d277419dc9637",
-}

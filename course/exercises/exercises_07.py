@@ -104,14 +104,3 @@ def check_tree_mask(fn, model, prefix, strict=True):
          one_pass_per_branch(model, prefix)),
     ]  # fmt: skip
     return grade("tree_mask", fn, cases, strict)
-
-
-# The quiz of notebook 07: grading.quiz_hash of each answer, until the notebook's quiz check
-# cell holds them as nbgrader hidden tests (then this goes: teaching/quiz_convert.py, issue 23).
-QUIZ = {
-    1: "e16546d4570e9772",
-    2: "488eea6bb9e63b9a",
-    3: "44c0dd51e9c4f28b",
-    4: "934cf4c39c908466",
-    5: "85047a20328af4c9",
-}
