@@ -49,8 +49,8 @@ def load():
 
 def code_prompts(n, length, seed=0):
     """n prompts of `length` bytes from held-out files, each starting at a line that opens a
-    function (`def `, indented or not): code the target has never seen, at a point where the
-    next lines are predictable from the prompt, as a learner's own code would be."""
+    function (`def `, indented or not) whose next lines are code: no docstring or comment in the
+    4 * length bytes from there (prose is another task; notebook 06 measures it apart)."""
     rng = np.random.default_rng(seed)
     starts = []
     for path in held_out_files():
@@ -58,7 +58,9 @@ def code_prompts(n, length, seed=0):
         at = 0
         while (at := text.find(b"def ", at + 1)) > 0:
             line = text.rfind(b"\n", 0, at) + 1
-            if text[line:at].strip() == b"" and len(text) - line > 4 * length:
+            ahead = text[line : line + 4 * length]
+            prose = any(mark in ahead for mark in (b'"""', b"'''", b"#"))
+            if text[line:at].strip() == b"" and len(ahead) == 4 * length and not prose:
                 starts.append((path, line))
     picks = rng.choice(len(starts), size=n, replace=False)
     return [list(starts[i][0].read_bytes()[starts[i][1] : starts[i][1] + length]) for i in picks]

@@ -36,8 +36,8 @@ from course.timing import cpu_model
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = {
     "pytarget": dict(n_layer=12, n_embd=128, n_head=4, steps=6000, lr=2e-3, teacher=None),
-    "pydraft": dict(n_layer=1, n_embd=128, n_head=4, steps=1500, lr=3e-3, teacher="pytarget"),
-    "pydraft-data": dict(n_layer=1, n_embd=128, n_head=4, steps=1500, lr=3e-3, teacher=None),
+    "pydraft": dict(n_layer=1, n_embd=128, n_head=4, steps=3000, lr=3e-3, teacher="pytarget"),
+    "pydraft-data": dict(n_layer=1, n_embd=128, n_head=4, steps=3000, lr=3e-3, teacher=None),
 }
 CONTEXT, BATCH, SEED = 256, 8, 1234
 
