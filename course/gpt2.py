@@ -1,9 +1,8 @@
 """GPT-2 in tinygrad, named like Hugging Face's checkpoints, with a KV cache for speculation.
 
-The model only: its config, its blocks, attention with its cache, and the compiled calls that
-decode. `course.checkpoints` reads and writes its files (`checkpoints.load(name_or_dir)`),
-`course.tokenizers` turns text into its tokens, `course.numpy_gpt2` is the same model in plain
-numpy.
+The model only: config, blocks, attention with its cache, the compiled calls that decode.
+`course.checkpoints` reads and writes its files, `course.tokenizers` makes its tokens, and
+`course.numpy_gpt2` is the same model in plain numpy.
 
 A `GPT2` is a specmini model: `model(tokens, start)` returns the logits of tokens[start:] as a
 numpy array of shape (len(tokens) - start, vocab). The parameter names (wte, wpe,
@@ -27,7 +26,9 @@ from tinygrad.nn.state import get_state_dict
 from course.toys import gpt2_parameters
 
 TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # all three are the tanh formula
-BUCKETS = (1, 2, 4, 8, 16)  # new-token counts with a compiled call; others are padded up
+# new-token counts with a compiled call: each K + 1 up to K = 8 (a call padded to a larger count
+# costs that count), then 16 for prompts; other counts are padded up
+BUCKETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 16)
 CHUNK = BUCKETS[-1]  # the most new positions per compiled call; longer inputs go in chunks
 
 
@@ -194,10 +195,8 @@ class GPT2:
         self.cached = []  # the tokens whose keys and values sit in the caches, in order
         self.computed = 0  # how many positions the last call ran through the model
         # TinyJit replays the kernels it captured for one shape: one compiled call per count of
-        # new tokens (`buckets`, a subset of BUCKETS). A count that is a Variable would give
-        # every kernel a launch grid that is empty when the Variable is 0, which CUDA graphs
-        # refuse. The position and the token ids enter as Variables bound to numbers (a Tensor
-        # from a list costs a step).
+        # new tokens (`buckets`). A count that is a Variable would give every kernel a launch
+        # grid empty at 0, which CUDA graphs refuse. The position and the token ids are Variables.
         if not set(buckets) <= set(BUCKETS) or 1 not in buckets:
             raise ValueError(f"buckets must include 1 and be among {BUCKETS}, got {buckets}")
         self.buckets = tuple(sorted(buckets))
@@ -226,15 +225,15 @@ class GPT2:
 
     def __call__(self, tokens, start):
         """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
-        if not all(isinstance(t, int | np.integer) and not isinstance(t, bool) for t in tokens):
+        if not all(type(t) is int or isinstance(t, np.integer) for t in tokens):  # no bool
             raise ValueError(f"token ids must be integers, got {list(tokens)[:8]}...")
-        tokens = [int(t) for t in tokens]
+        tokens = list(map(int, tokens))
         if not 0 <= start <= len(tokens) or len(tokens) > self.config.n_positions:
             raise ValueError(
                 f"need 0 <= start <= len(tokens) <= n_positions = {self.config.n_positions}, "
                 f"got start={start}, len(tokens)={len(tokens)}"
             )
-        if not all(0 <= t < self.config.vocab_size for t in tokens):
+        if tokens and not (min(tokens) >= 0 and max(tokens) < self.config.vocab_size):
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
         if start == len(tokens):
             return np.zeros((0, self.config.vocab_size), dtype=np.float32)
@@ -244,8 +243,7 @@ class GPT2:
         self.cached, rows, chunk = tokens[:kept], [], self.buckets[-1]
         for i in range(kept, len(tokens), chunk):
             rows.append(self.run(tokens[i : i + chunk], i))
-            # only now are these positions' keys and values in the cache: an exception or a
-            # Ctrl-C before this line leaves `cached` naming what the cache really holds
+            # only now are they cached: an exception or Ctrl-C before this line leaves `cached` true
             self.cached = tokens[: i + chunk]
         return np.concatenate(rows)[start - kept :]
 
@@ -256,17 +254,24 @@ class GPT2:
         size = next(b for b in self.buckets if b >= len(chunk))
         if size not in self.compiled:
             self.compiled[size] = TinyJit(self.step)
-        # beam > 0: tinygrad times candidate kernels and keeps the fastest (BEAM search) while a
-        # call compiles; on a CPU several times faster than its default kernels, found once per
-        # machine (tinygrad caches them on disk)
+        # beam > 0: while a call compiles, tinygrad times candidate kernels and keeps the fastest
+        # (BEAM search; on a CPU several times faster for rows > 1; cached on disk)
         search = Context(BEAM=self.beam) if self.beam else contextlib.nullcontext()
         # padding tokens (id 0) fill the bucket; their rows are dropped and their cache
         # entries, past the real ones, are overwritten before any later call reads them
         padded = chunk + [0] * (size - len(chunk))
         tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
         with search:
-            logits = self.compiled[size](self.pos_var.bind(pos), *tokens).numpy()
+            logits = read_out(self.compiled[size](self.pos_var.bind(pos), *tokens))
         return logits[: len(chunk), : self.config.vocab_size]
+
+    def compile(self):
+        """Build every compiled call now (TinyJit captures a size on its second call), so that
+        no timed call pays for it. Writes cache positions 0 .. n - 1, then forgets them."""
+        for n in [n for n in self.buckets for _ in range(2)]:
+            self.run([0] * n, 0)
+        self.reset()
+        return self
 
     def fold(self):
         """The folded norms' sums (NormLinear.fold), from the weights as they are now."""
@@ -278,20 +283,15 @@ class GPT2:
         self.folded = True
 
     @property
-    def max_context(self):
-        """The longest sequence the model reads: prompt + new tokens must fit in it."""
+    def max_context(self):  # the longest sequence it reads: prompt + new tokens must fit
         return self.config.n_positions
 
-    def reset(self):
-        """Forget the cache (its buffers stay allocated and are overwritten)."""
+    def reset(self):  # forget the cache (its buffers stay allocated and are overwritten)
         self.cached = []
 
     def weights_changed(self):
-        """Drop what was built from the old weights: compiled calls, folded norms, the cache.
-
-        A compiled call replays kernels on the buffers it captured, so without this a call
-        after `half()` or `checkpoints.load_state` would still read the old weights.
-        """
+        """Drop what was built from the old weights: compiled calls (they replay kernels on the
+        buffers they captured), folded norms, the cache. After `half()` or `load_state`."""
         self.compiled, self.folded, self.cached = {}, False, []
         for block in self.h:
             block.attn.qkv_cache = None  # its dtype follows the weights'
@@ -306,10 +306,19 @@ class GPT2:
 
 def common_prefix(cached, tokens, limit):
     """How many leading tokens two texts share, at most `limit`: the cache entries to keep."""
+    if cached[:limit] == tokens[: min(limit, len(cached))]:  # the usual case, compared at once
+        return min(limit, len(cached))
     kept = 0
-    while kept < min(limit, len(cached)) and cached[kept] == tokens[kept]:
+    while cached[kept] == tokens[kept]:  # they differ before min(limit, len(cached))
         kept += 1
     return kept
+
+
+def read_out(t):
+    """A realized tensor's values, copied out of its buffer (the next replay overwrites it). On
+    a CPU in place: `Tensor.numpy()` schedules a copy on every call, a third of a draft step."""
+    view = t._buffer().as_memoryview(allow_zero_copy=True)  # a copy on a GPU anyway
+    return np.frombuffer(view, dtype=t.dtype.fmt).reshape(t.shape).copy()
 
 
 def padded_vocab(cfg):

@@ -11,6 +11,10 @@ import specmini
 from course import timing
 from course.toys import accept_tests
 
+# The compiled calls (course.gpt2.GPT2's buckets) a draft needs in specmini.generate: one new
+# token, two after a bonus round (its last draft was never fed to it), and a prompt in chunks.
+DRAFT_BUCKETS = (1, 2, 16)
+
 
 def refined_speedup(alpha, k, c, verify_cost):
     """E[tokens] / (K c + v_K): the round's verification pass costs v_K target steps, not 1."""
@@ -35,19 +39,6 @@ def step_costs(target, draft, text, at, ks, repeat=20):
     calls.update({k: (lambda k=k: target(text[: at + k + 1], at)) for k in ks})
     ms = {name: 1000 * t for name, t in timing.fastest(calls, repeat, warm_up=True).items()}
     return ms["draft"], ms["target"], {k: ms[k] / ms["target"] for k in ks}
-
-
-def tokens_per_second(runs, models, repeat=3):
-    """Tokens per second of each of `runs` (a dict name -> a function returning a Generation):
-    the fastest of `repeat` runs, each from empty caches, the runs taking turns."""
-    made = {}
-
-    def counted(name, run):
-        return lambda: made.__setitem__(name, len(run().tokens))
-
-    calls = {name: counted(name, run) for name, run in runs.items()}
-    best = timing.fastest(calls, repeat, before=lambda: [m.reset() for m in models])
-    return {name: made[name] / t for name, t in best.items()}
 
 
 def speedups(race_summary, baseline, name):

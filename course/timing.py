@@ -42,9 +42,12 @@ def race(runs, prompts, models, reps):
     In every repetition each prompt is decoded by every run in turn, from empty caches (`models`
     are reset before each), so the machine's load weighs on all alike. One sample per run and
     repetition: its time over all prompts / its tokens. Returns name -> dict(min, median, samples)
-    and the Generations of the last repetition. Each run decodes the first prompt once, untimed,
-    first: compiled calls are built then.
+    and the Generations of the last repetition. First, untimed, every model that has a `compile`
+    method (course.gpt2.GPT2) builds all its compiled calls (a call of a new size would otherwise
+    compile inside a timed run, for seconds), and each run decodes the first prompt once.
     """
+    for model in models:
+        getattr(model, "compile", lambda: None)()
     for run in runs.values():
         run(prompts[0], 10**6)  # a seed no timed run uses
     samples, last = {name: [] for name in runs}, {}

@@ -12,16 +12,16 @@ from IPython.display import display
 
 import specmini
 from course import checkpoints, tokenizers
-from course.speedup import step_costs, tokens_per_second  # noqa: F401  (the notebook's timers)
+from course.speedup import DRAFT_BUCKETS
 from course.toys import accept_tests, show_rounds, slider, slider_panel
 
 # ---------- the models ----------
 
 
-def load_pair(models, on_gpu, offline_dir):
+def load_pair(models, on_gpu, offline_dir, beam=0):
     """(target, draft, tokenizer, name). models: "auto" = real GPT-2 when its weights can be had
     (downloaded or cached), the offline pair otherwise; "gpt2" = real GPT-2 or an error;
-    "offline" = never use the network."""
+    "offline" = never use the network. beam: tinygrad's kernel search for the offline pair."""
     if models != "offline":
         try:
             tokenizer = tokenizers.gpt2_tokenizer()  # tiktoken's GPT-2 BPE
@@ -34,8 +34,8 @@ def load_pair(models, on_gpu, offline_dir):
                 raise
             print("GPT-2's files could not be downloaded (offline?): using the offline pair.")
     target, draft = (
-        checkpoints.load(Path(offline_dir) / "pytarget"),
-        checkpoints.load(Path(offline_dir) / "pydraft"),
+        checkpoints.load(Path(offline_dir) / "pytarget", beam=beam),
+        checkpoints.load(Path(offline_dir) / "pydraft", beam=beam, buckets=DRAFT_BUCKETS),
     )
     return target, draft, tokenizers.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
 
@@ -267,15 +267,17 @@ def sliders(live, k=4, temperature=0.8):
 
 def training_summary(offline_dir):
     """What models/*/training.json records: size, shape, bytes seen, losses, the corpus."""
-    for name in ("pytarget", "pydraft"):
+    for name in ("pytarget", "pydraft", "pydraft-data"):
         record = json.loads((Path(offline_dir) / name / "training.json").read_text())
         size = (Path(offline_dir) / name / "model.safetensors").stat().st_size / 2**20
         losses, cfg, tr = record["final_losses_nats_per_byte"], record["config"], record["training"]
         print(
-            f"{name:9} {record['parameters']:9,} parameters ({size:.2f} MB): "
-            f"n_layer {cfg['n_layer']}, n_embd {cfg['n_embd']}; {tr['tokens_seen']:,} bytes seen; "
-            f"loss {losses['train']:.3f} train, {losses['validation']:.3f} validation (nats/byte)"
+            f"{name:12} {record['parameters']:9,} parameters ({size:.2f} MB): "
+            f"n_layer {cfg['n_layer']}, n_embd {cfg['n_embd']}; {tr['tokens_seen']:,} bytes seen "
+            f"in {tr['seconds'] / 60:.0f} min; loss {losses['train']:.3f} train, "
+            f"{losses['validation']:.3f} validation (nats/byte)"
         )
+        print(f"{'':12} {tr['objective']}")
     corpus = record["corpus"]
     print(
         f"corpus: {corpus['files']} files of Python {corpus['python']}'s standard library, "
