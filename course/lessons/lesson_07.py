@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 from course.figures import save
 
 
-def plot_per_token(bars, machine, path=None):
+def plot_per_token(bars, machine, tokens, path=None):
     """Milliseconds per token of each method, measured bars solid, simulated ones hatched."""
     fig, ax = plt.subplots(figsize=(8.5, 3.8))
     names = list(bars)
@@ -28,7 +28,7 @@ def plot_per_token(bars, machine, path=None):
     ax.invert_yaxis()
     ax.set_xlim(0, max(values) * 1.25)
     ax.set(xlabel="wall-clock per token (ms), lower is faster")
-    ax.set_title(f"Offline pair, 40 greedy tokens after the code prompt: {machine}")
+    ax.set_title(f"Offline pair, {tokens} greedy tokens after held-out code\n{machine}")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     unique = {"measured (solid)": plt.Rectangle((0, 0), 1, 1, color="#4c72b0"), **unique}
