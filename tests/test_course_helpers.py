@@ -58,7 +58,7 @@ def test_each_shared_algorithm_has_one_home():
     assert homes(lambda n: n == "accept_tests") == ["toys.py"]
     counting = "sum(r.ended_with == " + '"correction"'  # accept tests run: counted once
     assert [p.name for p in MODULES if counting in p.read_text()] == ["toys.py"]
-    loop = "while " + "kept <"  # the longest common prefix of the cache and a text
+    loop = "kept " + "+= 1"  # the longest common prefix of the cache and a text, counted
     kept_loops = [p.name for p in MODULES if loop in p.read_text()]
     assert kept_loops == ["gpt2.py"], kept_loops
 

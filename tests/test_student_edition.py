@@ -63,9 +63,9 @@ QUIZ_PENDING = set()
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 56, "07": 66}
+COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 136, "07": 79}
 LIGHT_S = 16
-# The longest cell takes about 35 s (notebook 06 compiling GPT-2's kernels); the configuration
+# The longest cell takes about 30 s (notebook 06's race, tinygrad's cache warm); the configuration
 # allows 300 s for slower machines. Here a cell gets 120 s: under nbgrader the cell after a
 # slider panel built with ipywidgets.interactive_output (notebook 05's last one) now and then
 # stalls until the timeout interrupts the kernel, which then goes on (8 stalls in 38 runs of
