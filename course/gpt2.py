@@ -257,8 +257,7 @@ class GPT2:
         # beam > 0: while a call compiles, tinygrad times candidate kernels and keeps the fastest
         # (BEAM search; on a CPU several times faster for rows > 1; cached on disk)
         search = Context(BEAM=self.beam) if self.beam else contextlib.nullcontext()
-        # padding tokens (id 0) fill the bucket; their rows are dropped and their cache
-        # entries, past the real ones, are overwritten before any later call reads them
+        # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
         tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
         with search:

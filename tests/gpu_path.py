@@ -24,7 +24,7 @@ def count(n_layer, shape):
     for _ in range(2):  # the first call of a count runs it, the second compiles it
         model.reset()
         model(tokens[:16], 0)  # 16 new tokens
-        for n in (1, 2, 4, 8):  # then counts 1, 2, 4 and 8 as decoding and verification use
+        for n in gpt2.BUCKETS[:-1]:  # then every count that decoding and verification use
             model(tokens[: len(model.cached) + n], len(model.cached))
     return {
         n: {"kernels": len(progs), "empty_grid_at_zero": sum(map(empty_at_zero, progs))}

@@ -179,9 +179,10 @@ def test_twin_tree_pass_equals_one_pass_per_branch(twin):
 
 
 def test_twin_cache_and_exits(twin):
-    text = list(b"import os\nimport sys\n")
-    full = twin.exit_logits(text, [2, 4])
+    text, blocks = list(b"import os\nimport sys\n"), twin.config.n_layer
+    full = twin.exit_logits(text, [2, blocks])  # an exit after every block is the model itself
     np.testing.assert_allclose(twin(text, 5), full[1][5:], atol=1e-10)
     other = text[:12] + [65]  # the cache keeps the common prefix and recomputes the rest
-    np.testing.assert_allclose(twin(other, 12), twin.exit_logits(other, [4])[0][12:], atol=1e-10)
+    exit_all = twin.exit_logits(other, [blocks])[0][12:]
+    np.testing.assert_allclose(twin(other, 12), exit_all, atol=1e-10)
     assert not np.allclose(full[0], full[1])
