@@ -10,7 +10,7 @@ course loads with its own tinygrad loader, so learners never install PyTorch.
     python scripts/train_pair.py --steps 20 --out /tmp/pair   # a quick try
 
 Three models:
-  pytarget          12 blocks x 128, trained on the data (next-byte cross-entropy);
+  pytarget          24 blocks x 128, trained on the data (next-byte cross-entropy);
   pydraft           1 block x 128, distilled from pytarget (DistillSpec, Zhou et al. 2023,
                     arXiv:2310.08461): its loss is the cross-entropy against the target's own
                     next-byte distribution, KL(target || draft) up to a constant;
@@ -35,7 +35,7 @@ from course.timing import cpu_model
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = {
-    "pytarget": dict(n_layer=12, n_embd=128, n_head=4, steps=6000, lr=2e-3, teacher=None),
+    "pytarget": dict(n_layer=24, n_embd=128, n_head=4, steps=5000, lr=2e-3, teacher=None),
     "pydraft": dict(n_layer=1, n_embd=128, n_head=4, steps=3000, lr=3e-3, teacher="pytarget"),
     "pydraft-data": dict(n_layer=1, n_embd=128, n_head=4, steps=3000, lr=3e-3, teacher=None),
 }
