@@ -252,22 +252,24 @@ class GPT2:
         if not self.folded:
             self.fold()
         size = next(b for b in self.buckets if b >= len(chunk))
-        if size not in self.compiled:
+        if size not in self.compiled:  # captured at its first call once the caches exist
             self.compiled[size] = TinyJit(self.step)
+            self.compiled[size].cnt = int(self.h[0].attn.qkv_cache is not None)
         # beam > 0: while a call compiles, tinygrad times candidate kernels and keeps the fastest
         # (BEAM search; on a CPU several times faster for rows > 1; cached on disk)
-        search = Context(BEAM=self.beam) if self.beam else contextlib.nullcontext()
         # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
         tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
-        with search:
+        with Context(BEAM=self.beam) if self.beam else contextlib.nullcontext():
             logits = read_out(self.compiled[size](self.pos_var.bind(pos), *tokens))
         return logits[: len(chunk), : self.config.vocab_size]
 
     def compile(self):
-        """Build every compiled call now (TinyJit captures a size on its second call), so that
-        no timed call pays for it. Writes cache positions 0 .. n - 1, then forgets them."""
-        for n in [n for n in self.buckets for _ in range(2)]:
+        """Build every compiled call now, so that no timed call pays for it. TinyJit runs a call
+        once as it is and captures it on its second; `run` has it capture at once after the very
+        first call (which makes the caches), since that run would only schedule the call again:
+        seconds for a deep model on a CPU. Writes cache positions 0 .. n - 1, then forgets them."""
+        for n in (self.buckets[0],) + self.buckets:  # the first, twice: it makes the caches
             self.run([0] * n, 0)
         self.reset()
         return self
@@ -281,9 +283,7 @@ class GPT2:
         Tensor.realize(*[t for n in norms for t in n.fold()])
         self.folded = True
 
-    @property
-    def max_context(self):  # the longest sequence it reads: prompt + new tokens must fit
-        return self.config.n_positions
+    max_context = property(lambda self: self.config.n_positions)  # prompt + new tokens must fit
 
     def reset(self):  # forget the cache (its buffers stay allocated and are overwritten)
         self.cached = []
