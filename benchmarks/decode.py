@@ -50,7 +50,7 @@ from course.toys import accept_tests
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 RESULTS = ROOT / "benchmarks" / "results"
-TINYGRAD_ENV = ("DEV", "JIT", "BEAM", "JITBEAM", "NUM_CPU_THREADS", "CACHELEVEL")
+TINYGRAD_ENV = ("DEV", "JIT", "BEAM", "JITBEAM", "NUM_CPU_THREADS", "CACHELEVEL", "HCQ2")
 SCRATCH = RESULTS / "tmp"  # git-ignored: ad-hoc runs must leave `git status` clean
 KS = tuple(range(1, 9))
 FAST_KS = (1, 4)  # fast mode: only what speculation with K = 4 compiles anyway
