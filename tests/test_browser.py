@@ -47,7 +47,7 @@ CASES = [
     ("05_speedup_and_best_k.ipynb", ["K", "temperature", "c"], "sliders_05.png"),
     ("06_gpt2_tinygrad.ipynb", ["K", "temperature"], "sliders_06.png"),
 ]
-RUN_ALL_MS = 300_000  # the most a notebook may take top to bottom in the browser (06: about 140 s)
+RUN_ALL_MS = 420_000  # the most a notebook may take top to bottom in the browser (06: about 230 s)
 SLOW_MS = 30_000  # the most one recomputation after a slider move may take
 
 

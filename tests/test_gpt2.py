@@ -395,7 +395,7 @@ def test_the_distilled_draft_agrees_more_with_the_target_on_held_out_code(temper
         for alpha, draft_rows in zip(alphas, rows[1:], strict=True):
             alpha.append(specmini.acceptance_rate(rows[0], draft_rows))
     distilled, data = (np.concatenate(a).mean() for a in alphas)
-    assert distilled > data + 0.02, f"distilled {distilled:.3f}, trained on data {data:.3f}"
+    assert distilled > data + 0.01, f"distilled {distilled:.3f}, trained on data {data:.3f}"
 
 
 def test_fewer_buckets_compile_fewer_calls_and_give_the_same_logits(model):
