@@ -20,12 +20,7 @@ def empty_at_zero(program):
 
 def count(n_layer, shape):
     model = gpt2.GPT2(gpt2.Config(n_layer=n_layer, **shape)).half()  # fp16, as on a GPU
-    tokens = list(range(1, 64))
-    for _ in range(2):  # the first call of a count runs it, the second compiles it
-        model.reset()
-        model(tokens[:16], 0)  # 16 new tokens
-        for n in gpt2.BUCKETS[:-1]:  # then every count that decoding and verification use
-            model(tokens[: len(model.cached) + n], len(model.cached))
+    model.compile()  # every count that prompts, decoding and verification use
     return {
         n: {"kernels": len(progs), "empty_grid_at_zero": sum(map(empty_at_zero, progs))}
         for n, progs in gpt2.kernel_counts(model).items()

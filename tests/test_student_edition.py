@@ -65,7 +65,7 @@ QUIZ_PENDING = set()
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
 COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 229, "07": 119}
 LIGHT_S = 16
-# The longest cell takes about 30 s (notebook 06's race, tinygrad's cache warm); the configuration
+# The longest cell takes about 65 s (notebook 06's race, tinygrad's cache warm); the configuration
 # allows 300 s for slower machines. Here a cell gets 120 s: under nbgrader the cell after a
 # slider panel built with ipywidgets.interactive_output (notebook 05's last one) now and then
 # stalls until the timeout interrupts the kernel, which then goes on (8 stalls in 38 runs of
