@@ -8,7 +8,7 @@ A stub that still raises NotImplementedError counts as "not attempted yet", not 
 import numpy as np
 
 import specmini
-from course.exercises.grading import expect, grade
+from course.exercises.grading import as_array, described, expect, grade
 from course.toys import TARGET_ABC as ABC  # the course's target over A/B/C
 
 # Exercise 1: sample_with_uniform(probs, u) -> token id, by inverting the cumulative distribution.
@@ -19,21 +19,27 @@ def grid(n):
     return (np.arange(n) + 0.5) / n
 
 
+def token_of(fn, probs, u):
+    """The learner's token for `u`, if it is a token id of `probs`; Wrong otherwise."""
+    token = fn(probs, u)
+    ok = isinstance(token, int | np.integer) and not isinstance(token, bool)
+    expect(ok, f"u = {u}: returned {described(token)}, not an int token id")
+    expect(0 <= token < len(probs), f"u = {u}: token {token} is not in 0..{len(probs) - 1}")
+    return int(token)
+
+
 def counts(fn, probs, n):
-    return np.bincount([int(fn(probs, u)) for u in grid(n)], minlength=len(probs))
+    return np.bincount([token_of(fn, probs, u) for u in grid(n)], minlength=len(probs))
 
 
 def abc_points(fn):
     expected = {0.0: 0, 0.3: 0, 0.59: 0, 0.61: 1, 0.85: 1, 0.91: 2, 0.999: 2}
-    got = {u: fn(ABC, u) for u in expected}
-    wrong = [u for u in expected if got[u] != expected[u]]
+    wrong = [u for u in expected if token_of(fn, ABC, u) != expected[u]]
     expect(not wrong, f"the token is wrong for u = {', '.join(map(str, wrong))}")
 
 
 def returns_int(fn):
-    token = fn(ABC, 0.5)
-    ok = isinstance(token, int | np.integer) and not isinstance(token, bool)
-    expect(ok, f"returned a {type(token).__name__}, not an int token id")
+    token_of(fn, ABC, 0.5)
 
 
 def abc_grid(fn):
@@ -46,22 +52,34 @@ def zero_never_drawn(fn):
     expect(got[1] == 0, f"drew the probability-0 token {got[1]} times in 1000")
 
 
+def past_the_last_edge(fn):
+    # ten times 0.1 adds up to 0.9999999999999999, the largest float below 1: that u passes
+    # every edge. The last token that can be drawn is the answer, never one of probability 0.
+    u = float(np.nextafter(1.0, 0.0))
+    for probs in (np.full(10, 0.1), np.append(np.full(10, 0.1), 0.0)):
+        token = token_of(fn, probs, u)
+        last = " (the last of probability 0)" if probs[-1] == 0 else ""
+        expect(
+            token == 9,
+            f"{len(probs)} tokens{last}, u = {u!r}, past the running total's last edge: got"
+            f" token {token}, not the last token of nonzero probability",
+        )
+
+
 def random_grids(fn):
     rng = np.random.default_rng(1)
     for _ in range(20):
         probs = rng.dirichlet(np.ones(rng.integers(2, 9)))
         freq = counts(fn, probs, 10_000) / 10_000
-        if not np.allclose(freq, probs, atol=2e-4):
-            off = np.abs(freq - probs).max()
-            return f"a token's frequency is off by {off:.4f} on {len(probs)} tokens"
-    return None
+        off = np.abs(freq - probs).max()
+        expect(off <= 2e-4, f"a token's frequency is off by {off:.4f} on {len(probs)} tokens")
 
 
 def same_as_specmini(fn):
     # numpy's choice inverts the cumulative distribution with one uniform, just like this
     # exercise, so with the same seed both must draw the very same tokens.
     theirs, ours = np.random.default_rng(7), np.random.default_rng(7)
-    mine = [int(fn(ABC, theirs.random())) for _ in range(2000)]
+    mine = [token_of(fn, ABC, theirs.random()) for _ in range(2000)]
     reference = [specmini.sample(ABC, ours) for _ in range(2000)]
     diff = sum(a != b for a, b in zip(mine, reference, strict=True))
     expect(diff == 0, f"{diff} of 2000 draws differ from specmini.sample")
@@ -72,6 +90,10 @@ SAMPLE_CASES = [
     ("returns a token id (an int)", returns_int),
     ("1000 evenly spaced u give exactly 600 A, 300 B, 100 C", abc_grid),
     ("a token of probability 0 is never drawn", zero_never_drawn),
+    (
+        "u past the last edge (float rounding): the last token of nonzero probability",
+        past_the_last_edge,
+    ),
     ("frequencies match 20 random distributions", random_grids),
     ("same seed, same tokens as specmini.sample", same_as_specmini),
 ]
@@ -114,7 +136,7 @@ def reference_rows(prefix, drafts):
 
 def scored(fn, prefix=PREFIX, drafts=DRAFTS):
     model = MeanContextModel()
-    return np.asarray(fn(model, list(prefix), list(drafts)), dtype=np.float64), model.calls
+    return as_array(fn(model, list(prefix), list(drafts))), model.calls
 
 
 def k_plus_one_rows(fn):
@@ -125,6 +147,7 @@ def k_plus_one_rows(fn):
 
 def rows_are_distributions(fn):
     rows, _ = scored(fn)
+    expect(rows.ndim == 2, f"shape {rows.shape}: not one row per context")
     ok = np.all(rows >= 0) and np.allclose(rows.sum(-1), 1)
     expect(ok, "rows must be probabilities (>= 0, summing to 1), not logits")
 

@@ -35,8 +35,9 @@ def random_pairs(seed, n=200, edge_cases=True):
         yield target, draft
 
 
-def what_is_off(got, want):
-    """What is wrong with distribution `got`, said without giving `want` away (None if nothing)."""
+def difference(got, want):
+    """How distribution `got` differs from `want`, said without giving `want` away; None if
+    it does not."""
     if got.shape != want.shape:
         return f"returned shape {got.shape}, not one probability per token {want.shape}"
     if np.any(np.isnan(got)):
@@ -54,38 +55,49 @@ def what_is_off(got, want):
     return f"got {got.round(4)}: {' and '.join(said)}"
 
 
+def expect_same(got, want, where):
+    """Wrong, saying how `got` differs from the distribution `want`, after `where`."""
+    problem = difference(got, want)
+    expect(problem is None, f"{where}: {problem}")
+
+
+def distribution_of(fn, *args):
+    """What the learner's function returns for `args`, as a float array of one probability per
+    token; Wrong if it is not one."""
+    got = as_array(fn(*args))
+    want = np.shape(args[0])
+    expect(got.shape == want, f"returned shape {got.shape}, not one probability per token {want}")
+    return got
+
+
 # Exercise 1: residual(target, draft) -> norm(max(0, target - draft)), the target if no excess.
 
 
 def abc_residual(fn):
-    problem = what_is_off(
-        as_array(fn(TARGET.copy(), DRAFT.copy())), specmini.residual(TARGET, DRAFT)
-    )
-    return problem and f"A/B/C, {problem}"
+    got = distribution_of(fn, TARGET.copy(), DRAFT.copy())
+    expect_same(got, specmini.residual(TARGET, DRAFT), "A/B/C")
 
 
 def is_distribution(fn):
     for target, draft in random_pairs(1):
-        got = as_array(fn(target, draft))
+        got = distribution_of(fn, target, draft)
         expect(
-            got.shape == target.shape and np.allclose(got.sum(), 1) and np.all(got >= 0),
+            np.allclose(got.sum(), 1) and np.all(got >= 0),
             f"for target {target.round(3)}, draft {draft.round(3)}: got {got.round(4)}",
         )
-    return None
 
 
 def only_where_target_exceeds(fn):
     for target, draft in random_pairs(2):
-        got = as_array(fn(target, draft))
+        got = distribution_of(fn, target, draft)
         expect(
             not np.any(target > draft) or not np.any(got[target <= draft] > 0),
             f"mass on tokens where draft >= target: {got.round(4)}",
         )
-    return None
 
 
 def equal_pair(fn):
-    got = as_array(fn(TARGET.copy(), TARGET.copy()))
+    got = distribution_of(fn, TARGET.copy(), TARGET.copy())
     expect(
         not np.any(np.isnan(got)),
         f"got {got} (0 / 0): with no excess anywhere, return the target itself",
@@ -95,15 +107,15 @@ def equal_pair(fn):
 
 def disjoint_pair(fn):
     target, draft = np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.0, 0.3, 0.7])
-    problem = what_is_off(as_array(fn(target, draft)), specmini.residual(target, draft))
-    return problem and f"target {target}, draft {draft}: {problem}"
+    got = distribution_of(fn, target, draft)
+    expect_same(got, specmini.residual(target, draft), f"target {target}, draft {draft}")
 
 
 def same_as_specmini_residual(fn):
     for target, draft in random_pairs(3):
-        problem = what_is_off(as_array(fn(target, draft)), specmini.residual(target, draft))
-        expect(not problem, f"target {target.round(3)}, draft {draft.round(3)}: {problem}")
-    return None
+        got = distribution_of(fn, target, draft)
+        where = f"target {target.round(3)}, draft {draft.round(3)}"
+        expect_same(got, specmini.residual(target, draft), where)
 
 
 RESIDUAL_CASES = [
@@ -144,18 +156,18 @@ def random_triples(seed, n=200):
 
 def correct_step_is_exact(fn):
     for target, draft in random_pairs(4, edge_cases=False):
-        problem = what_is_off(as_array(fn(target, draft, draft)), target)
-        expect(
-            not problem,
-            f"target {target.round(3)}, proposal = scored_as = {draft.round(3)}: {problem}",
+        got = distribution_of(fn, target, draft, draft)
+        expect_same(
+            got, target, f"target {target.round(3)}, proposal = scored_as = {draft.round(3)}"
         )
-    return None
 
 
 def one_token_case(target, token, scored_as):
     def case(fn):
-        got = as_array(fn(target, np.eye(len(target))[token], scored_as))
-        return what_is_off(got, one_token_step(target, scored_as, token))
+        got = distribution_of(fn, target, np.eye(len(target))[token], scored_as)
+        expect_same(
+            got, one_token_step(target, scored_as, token), f"always proposing token {token}"
+        )
 
     return case
 
@@ -163,31 +175,29 @@ def one_token_case(target, token, scored_as):
 def one_token_random(fn):
     for target, _, scored_as in random_triples(5):
         for token in range(len(target)):
-            problem = one_token_case(target, token, scored_as)(fn)
-            if problem:
-                triple = f"target {target.round(3)}, scored_as {scored_as.round(3)}"
-                return f"{triple}, always proposing token {token}: {problem}"
-    return None
+            got = distribution_of(fn, target, np.eye(len(target))[token], scored_as)
+            triple = f"target {target.round(3)}, scored_as {scored_as.round(3)}"
+            where = f"{triple}, always proposing token {token}"
+            expect_same(got, one_token_step(target, scored_as, token), where)
 
 
 def mixed_proposals(fn):
     for target, proposal, scored_as in random_triples(6):
-        alone = [as_array(fn(target, e, scored_as)) for e in np.eye(len(target))]
-        problem = what_is_off(as_array(fn(target, proposal, scored_as)), proposal @ np.array(alone))
-        if problem:
-            triple = f"{target.round(3)}, {proposal.round(3)}, {scored_as.round(3)}"
-            return f"{triple}: not the proposal's mix of its one-token outputs: {problem}"
-    return None
+        alone = [distribution_of(fn, target, e, scored_as) for e in np.eye(len(target))]
+        got = distribution_of(fn, target, proposal, scored_as)
+        triple = f"{target.round(3)}, {proposal.round(3)}, {scored_as.round(3)}"
+        where = f"{triple}: not the proposal's mix of its one-token outputs"
+        expect_same(got, proposal @ np.array(alone), where)
 
 
 def swapped_bug(fn):
-    alone = [as_array(fn(DRAFT, e, TARGET)) for e in np.eye(3)]
+    alone = [distribution_of(fn, DRAFT, e, TARGET) for e in np.eye(3)]
     expect(
-        not any(what_is_off(a, one_token_step(DRAFT, TARGET, i)) for i, a in enumerate(alone)),
+        not any(difference(a, one_token_step(DRAFT, TARGET, i)) for i, a in enumerate(alone)),
         "wrong for a draft that always proposes one token: see the cases above",
     )
-    problem = what_is_off(as_array(fn(DRAFT, DRAFT, TARGET)), DRAFT @ np.array(alone))
-    return problem and f"not the mix of its one-token outputs: {problem}"
+    got = distribution_of(fn, DRAFT, DRAFT, TARGET)
+    expect_same(got, DRAFT @ np.array(alone), "not the mix of its one-token outputs")
 
 
 STEP_CASES = [

@@ -20,7 +20,7 @@ from course.exact import (
     enumerate_outcomes,
     round_outcomes,
 )
-from course.exercises.grading import Wrong, as_array, expect, grade
+from course.exercises.grading import Wrong, as_array, described, expect, grade
 from course.toys import (
     DRAFT_ABC,
     TARGET_ABC,
@@ -56,45 +56,59 @@ def round_sizes(alpha, k):
     return probs
 
 
+def sizes_of(fn, alpha, k):
+    """The learner's P(n tokens), n = 1..k+1, as a float array; Wrong if it has another length."""
+    got = as_array(fn(alpha, k))
+    entries = f"{got.shape[0]} entries" if got.ndim == 1 else f"shape {got.shape}"
+    expect(
+        got.shape == (k + 1,),
+        f"alpha {alpha:g}, k {k}: got {entries}, expected k + 1 entries, for n = 1..k+1",
+    )
+    return got
+
+
+def expect_sizes(got, alpha, k, where):
+    off = off_entries(got, round_sizes(alpha, k))
+    expect(not off, f"{where}: {off}")
+
+
 def worked_example(fn):
-    got = as_array(fn(0.8, 2))
-    entries = got.shape[0] if got.ndim == 1 else got.shape
-    expect(got.shape == (3,), f"got {entries} entries, expected 3")
-    return off_entries(got, round_sizes(0.8, 2)) or None
+    expect_sizes(sizes_of(fn, 0.8, 2), 0.8, 2, "alpha 0.8, k 2")
 
 
 def length_k_plus_one(fn):
     for a, k in GRID:
-        shape = as_array(fn(a, k)).shape
-        expect(shape == (k + 1,), f"(alpha, k) = {(a, k)}: expected k + 1 entries, for n = 1..k+1")
+        sizes_of(fn, a, k)
 
 
 def sums_to_one(fn):
     for alpha, k in GRID:
-        got = as_array(fn(alpha, k))
+        got = sizes_of(fn, alpha, k)
         expect(
             np.isclose(got.sum(), 1) and np.all(got >= 0),
             f"alpha {alpha}, k {k}: yours sums to {got.sum():.4f}, or has a negative entry",
         )
-    return None
 
 
 def mean_is_expected_tokens(fn):
     for alpha, k in GRID:
-        got = as_array(fn(alpha, k))
+        got = sizes_of(fn, alpha, k)
         mean = float(got @ np.arange(1, len(got) + 1))
         expect(
             np.isclose(mean, specmini.expected_tokens(alpha, k)),
             f"alpha {alpha}, k {k}: your mean, {mean:.4f}, is not expected_tokens(alpha, k)",
         )
-    return None
 
 
 def extremes(fn):
     for alpha, what in [(0.0, "every draft rejected"), (1.0, "every draft accepted")]:
-        off = off_entries(as_array(fn(alpha, 3)), round_sizes(alpha, 3))
-        expect(not off, f"alpha = {alpha:g}, k = 3 ({what}): {off}")
-    return None
+        where = f"alpha = {alpha:g}, k = 3 ({what})"
+        expect_sizes(sizes_of(fn, alpha, 3), alpha, 3, where)
+
+
+def nothing_drafted(fn):
+    for alpha in (0.0, 0.5, 1.0):
+        expect_sizes(sizes_of(fn, alpha, 0), alpha, 0, f"alpha {alpha:g}, k = 0 (no draft)")
 
 
 def matches_generate(fn):
@@ -105,15 +119,15 @@ def matches_generate(fn):
         rounds = specmini.generate(target, draft, [0], 300, k=k, seed=seed).rounds
         sizes += [r.accepted + 1 for r in rounds if r.drafted == k]  # full rounds only
     freq = np.bincount(sizes, minlength=k + 2)[1:] / len(sizes)
-    got = as_array(fn(0.8, k))
-    expect(got.shape == freq.shape, f"got {got.size} entries for k = {k}, expected k + 1")
+    got = sizes_of(fn, 0.8, k)
     error = np.sqrt(got.clip(0, 1) * (1 - got.clip(0, 1)) / len(sizes)) + 1e-9
     z = (got - freq) / error
     worst = int(np.argmax(np.abs(z)))
-    if abs(z[worst]) <= 4:
-        return None
     way = "high" if z[worst] > 0 else "low"
-    return f"{len(sizes)} rounds of generate: your n = {worst + 1} is too {way} (off by > 4 s.e.)"
+    expect(
+        abs(z[worst]) <= 4,
+        f"{len(sizes)} rounds of generate: your n = {worst + 1} is too {way} (off by > 4 s.e.)",
+    )
 
 
 ROUND_CASES = [
@@ -122,6 +136,7 @@ ROUND_CASES = [
     ("a distribution: sums to 1", sums_to_one),
     ("its mean is specmini.expected_tokens", mean_is_expected_tokens),
     ("alpha 0 and alpha 1", extremes),
+    ("k = 0: nothing drafted, so one token, always", nothing_drafted),
     ("matches the rounds of specmini.generate on A/B/C", matches_generate),
 ]
 
@@ -197,8 +212,8 @@ def new_tokens(fn, target, draft, prefix, k, rng):
     got = fn(target, draft, list(prefix), k, rng)
     try:
         tokens = tuple(int(t) for t in got)
-    except TypeError:
-        raise Wrong(f"returned {type(got).__name__}, not a list of token ids") from None
+    except (TypeError, ValueError):
+        raise Wrong(f"returned {described(got)}, not a list of token ids") from None
     vocab = target.vocab_size
     if not 1 <= len(tokens) <= k + 1:
         raise Wrong(f"k = {k}: a round returned {len(tokens)} tokens, not 1 to k + 1")
@@ -237,7 +252,6 @@ def sizes_and_calls(fn):
             seq += new_tokens(fn, target, draft, seq, k, rng)
             expect(target.calls == 1, f"k = {k}: {target.calls} target calls in one round, not one")
             expect(draft.calls == k, f"k = {k}: {draft.calls} draft calls in one round, not k")
-    return None
 
 
 def chained_is_the_target(fn):
@@ -258,15 +272,16 @@ def chained_is_the_target(fn):
         for seq in set(done) | set(want):
             mine[seq[position]] = mine.get(seq[position], 0.0) + done.get(seq, 0.0)
             its[seq[position]] = its.get(seq[position], 0.0) + want.get(seq, 0.0)
-        if total_variation(mine, its) > 1e-9:
-            distance = total_variation(mine, its)
-            return f"new token {position + 1} does not follow the target (off by {distance:.3f} TV)"
+        distance = total_variation(mine, its)
+        expect(
+            distance <= 1e-9,
+            f"new token {position + 1} does not follow the target (off by {distance:.3f} TV)",
+        )
     distance = total_variation(done, want)
     expect(
         distance <= 1e-9,
         f"each position follows the target, but not the joint (off by {distance:.3f} TV)",
     )
-    return None
 
 
 def one_round_outcomes(fn):
@@ -277,17 +292,18 @@ def one_round_outcomes(fn):
         for n in range(ROUND_K + 1, 0, -1):  # the bonus first: its absence is the common bug
             p_mine = sum(p for seq, p in mine.items() if len(seq) == n)
             p_its = sum(p for seq, p in its.items() if len(seq) == n)
-            if not np.isclose(p_mine, p_its):
-                way = "too likely" if p_mine > p_its else "too rare"
-                fix = f"{n - 1} kept, then a fix"
-                what = "all kept, then the bonus" if n == ROUND_K + 1 else fix
-                size = f"{n} token{'s' if n > 1 else ''}"
-                return f"after token {last}: rounds of {size} ({what}) are {way}"
+            way = "too likely" if p_mine > p_its else "too rare"
+            fix = f"{n - 1} kept, then a fix"
+            what = "all kept, then the bonus" if n == ROUND_K + 1 else fix
+            size = f"{n} token{'s' if n > 1 else ''}"
+            expect(
+                np.isclose(p_mine, p_its),
+                f"after token {last}: rounds of {size} ({what}) are {way}",
+            )
         expect(
             total_variation(mine, its) <= 1e-9,
             f"after token {last}: right lengths, but the tokens in them are off",
         )
-    return None
 
 
 def same_as_generate(fn):
@@ -300,13 +316,12 @@ def same_as_generate(fn):
             # A budget of 40: every round that starts before token 30 drafts all k tokens.
             its = specmini.generate(target, draft, prompt, 40, k=k, seed=seed).tokens
             apart = next((i for i in range(30) if mine[i] != its[i]), None)
-            if apart is not None:
-                return (
-                    f"k {k}, seed {seed}, prompt {prompt}: yours and specmini.generate part at"
-                    f" new token {apart + 1} (if your round is exact, draw from rng in the"
-                    " statement's order)"
-                )
-    return None
+            expect(
+                apart is None,
+                f"k {k}, seed {seed}, prompt {prompt}: yours and specmini.generate part at"
+                f" new token {(apart or 0) + 1} (if your round is exact, draw from rng in the"
+                " statement's order)",
+            )
 
 
 SPECULATIVE_ROUND_CASES = [

@@ -8,21 +8,39 @@ wrong, never the expected alpha or K.
 import numpy as np
 
 import specmini
-from course.exercises.grading import expect, grade
+from course.exercises.grading import Wrong, as_number, expect, grade
 
 # Exercise: alpha_from_tokens(tokens_per_round, k) -> the alpha in [0, 1] with
-# expected_tokens(alpha, k) equal to tokens_per_round. specmini has no such function, so there is
-# nothing to forbid: calling specmini.expected_tokens is the intended way.
+# expected_tokens(alpha, k) equal to tokens_per_round, to within TOLERANCE (what a bisection that
+# stops at an interval of 1e-6 gives). specmini has no such function, so there is nothing to
+# forbid: calling specmini.expected_tokens is the intended way.
+TOLERANCE = 1e-6
+
+
+def alpha_of(fn, tokens, k):
+    """The learner's alpha for `tokens` per round, as a float in [0, 1]; Wrong otherwise."""
+    where = f"k = {k}, {tokens:.4f} tokens per round"
+    alpha = as_number(fn(tokens, k), where)
+    expect(0 <= alpha <= 1, f"{where}: {alpha:.4g} is not in [0, 1], so not an acceptance rate")
+    return alpha
+
+
+def exact_alpha(tokens, k):
+    """The alpha the check holds answers to, by bisection far past TOLERANCE."""
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if specmini.expected_tokens(mid, k) < tokens else (low, mid)
+    return (low + high) / 2
 
 
 def published(fn):
-    alpha = float(fn(0.8 * 5, 4))  # r' = 0.8 with K = 4: 4 tokens per round
-    expect(0 <= alpha <= 1, "the answer is not in [0, 1], so it cannot be an acceptance rate")
+    alpha = alpha_of(fn, 0.8 * 5, 4)  # r' = 0.8 with K = 4: 4 tokens per round
     got = specmini.expected_tokens(alpha, 4)
-    if np.isclose(got, 4.0, atol=1e-9):
-        return None
-    return f"your alpha gives {got:.4f} tokens per round with K = 4, not 4: " + (
-        "is it r' itself?" if np.isclose(alpha, 0.8) else "too few" if got < 4 else "too many"
+    hint = "is it r' itself?" if np.isclose(alpha, 0.8) else "too few" if got < 4 else "too many"
+    expect(
+        abs(alpha - exact_alpha(4.0, 4)) <= TOLERANCE,
+        f"your alpha gives {got:.4f} tokens per round with K = 4, not 4: {hint}",
     )
 
 
@@ -30,27 +48,28 @@ def round_trip(fn):
     for alpha in np.linspace(0, 0.995, 37):
         for k in (1, 2, 3, 5, 8):
             tokens = specmini.expected_tokens(alpha, k)
-            got = float(fn(tokens, k))
-            if not abs(got - alpha) < 1e-9:
-                side = "low" if got < alpha else "high"
-                return f"k = {k}, {tokens:.4f} tokens per round: your alpha is too {side}"
-    return None
+            got = alpha_of(fn, tokens, k)
+            side = "low" if got < alpha else "high"
+            expect(
+                abs(got - alpha) <= TOLERANCE,
+                f"k = {k}, {tokens:.4f} tokens per round: your alpha is too {side}"
+                f" (by more than 1e-6)",
+            )
 
 
 def ends(fn):
-    low, high = float(fn(1.0, 4)), float(fn(5.0, 4))
-    # near alpha = 1, (1 - alpha^(k+1)) / (1 - alpha) loses digits to cancellation: 1e-6 is fair
+    low, high = alpha_of(fn, 1.0, 4), alpha_of(fn, 5.0, 4)
     problems = []
-    if not abs(low) < 1e-9:
+    if not low <= TOLERANCE:
         problems.append("1 token per round (every first draft rejected) is off")
-    if not abs(high - 1) < 1e-6:
+    if not high >= 1 - TOLERANCE:
         problems.append("k + 1 tokens per round (every draft accepted) is off")
-    return "; ".join(problems) or None
+    expect(not problems, "; ".join(problems))
 
 
 ALPHA_CASES = [
     ("r' = 0.8, K = 4 (4 tokens per round): expected_tokens(alpha, 4) gives the 4 back", published),
-    ("round trip on 185 (alpha, k) pairs to 1e-9", round_trip),
+    ("round trip on 185 (alpha, k) pairs, to 1e-6", round_trip),
     ("the two ends: no draft ever accepted, every draft accepted", ends),
 ]
 
@@ -72,27 +91,27 @@ def refined_best(alpha, c, verify_costs):
     return (best + 1, speedups[best]) if speedups[best] > 1 else (0, 1.0)
 
 
-def choice_problem(fn, alpha, c, verify_costs):
+def expect_choice(fn, alpha, c, verify_costs):
     got = fn(alpha, c, list(verify_costs))
-    if not isinstance(got, int | np.integer) or isinstance(got, bool):
-        return f"alpha {alpha}, c {c}: return a whole number K (0 for plain decoding), got {got!r}"
-    if not 0 <= got <= len(verify_costs):
-        return f"alpha {alpha}, c {c}: K = {got} is outside 0..{len(verify_costs)}"
-    want, best = refined_best(alpha, c, verify_costs)
+    whole = isinstance(got, int | np.integer) and not isinstance(got, bool)
+    setting = f"alpha {alpha}, c {c}"
+    expect(whole, f"{setting}: return a whole number K (0 for plain decoding), got {got!r}")
+    expect(0 <= got <= len(verify_costs), f"{setting}: K = {got} is outside 0..{len(verify_costs)}")
+    want, _ = refined_best(alpha, c, verify_costs)
     if got == want:
-        return None
-    if got == 0:
-        return f"alpha {alpha}, c {c}: you chose plain decoding, but some K beats it"
+        return
+    expect(got != 0, f"{setting}: you chose plain decoding, but some K beats it")
     mine = specmini.expected_tokens(alpha, got) / (got * c + verify_costs[got - 1])
-    if want == 0:
-        return f"alpha {alpha}, c {c}: your K = {got} gives {mine:.4f}: is that faster than plain?"
-    return f"alpha {alpha}, c {c}: your K = {got} gives {mine:.4f}; another K gives more"
+    expect(want != 0, f"{setting}: your K = {got} gives {mine:.4f}: is that faster than plain?")
+    raise Wrong(f"{setting}: your K = {got} gives {mine:.4f}; another K gives more")
 
 
 def cases_for(settings):
-    return lambda fn: next(
-        (p for a, c, v in settings if (p := choice_problem(fn, a, c, v)) is not None), None
-    )
+    def case(fn):
+        for alpha, c, verify_costs in settings:
+            expect_choice(fn, alpha, c, verify_costs)
+
+    return case
 
 
 CHOOSE_CASES = [

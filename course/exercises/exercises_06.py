@@ -9,7 +9,7 @@ A failed case says what went wrong, never the expected answer.
 import numpy as np
 
 import specmini
-from course.exercises.grading import expect, grade
+from course.exercises.grading import Wrong, described, expect, grade
 from course.toys import bigram_pair
 
 # Exercise 1: verification_mask(start, new) -> bool array (new, start + new), True where new
@@ -19,7 +19,11 @@ SIZES = [(0, 1), (0, 5), (3, 1), (7, 4), (10, 9)]
 
 
 def as_mask(fn, start, new):
-    return np.asarray(fn(start, new)).astype(bool)
+    """The learner's mask as a bool array; Wrong if its shape is not (new, start + new)."""
+    got = np.asarray(fn(start, new))
+    shape = (new, start + new)
+    expect(got.shape == shape, f"start {start}, new {new}: shape {got.shape}, expected {shape}")
+    return got.astype(bool)
 
 
 def right_shape(fn):
@@ -27,7 +31,6 @@ def right_shape(fn):
         got = np.shape(fn(start, new))
         want = "want a row per new token, a column per key"
         expect(got == (new, start + new), f"start {start}, new {new}: shape {got}; {want}")
-    return None
 
 
 def no_cache_is_causal(fn):
@@ -42,7 +45,6 @@ def sees_the_cache(fn):
             not start or as_mask(fn, start, new)[:, :start].all(),
             f"start {start}, new {new}: some new token cannot see a cached position",
         )
-    return None
 
 
 def new_tokens_causal(fn):
@@ -52,7 +54,6 @@ def new_tokens_causal(fn):
             np.array_equal(got, np.tril(np.ones((new, new), dtype=bool))),
             f"start {start}, new {new}: among the new tokens, got\n{got.astype(int)}",
         )
-    return None
 
 
 MASK_CASES = [
@@ -111,14 +112,17 @@ def what_is_wrong(got, want, k):
 
 
 def one_round(fn, target, draft, tokens, k, want):
-    """fn's new tokens from `tokens`, and None if they are `want`, else what went wrong."""
+    """Run fn's round from `tokens`: Wrong, saying what went wrong, unless its new tokens are
+    `want` from exactly one target call."""
     calls = CountingModel(target)
-    got = [int(t) for t in fn(calls, list(tokens), greedy_drafts(draft, list(tokens), k))]
-    if calls.calls != 1:
-        return got, f"after {len(tokens)} tokens: {calls.calls} target calls, expected 1"
-    return got, None if got == want else f"after {len(tokens)} tokens, K = {k}: " + what_is_wrong(
-        got, want, k
-    )
+    got = fn(calls, list(tokens), greedy_drafts(draft, list(tokens), k))
+    try:
+        got = [int(t) for t in got]
+    except (TypeError, ValueError):
+        raise Wrong(f"returned {described(got)}, not a list of token ids") from None
+    expect(calls.calls == 1, f"after {len(tokens)} tokens: {calls.calls} target calls, expected 1")
+    if got != want:
+        raise Wrong(f"after {len(tokens)} tokens, K = {k}: " + what_is_wrong(got, want, k))
 
 
 def first_round(target, draft, tokens, k):
@@ -132,12 +136,7 @@ def toy_rounds(fn):
     target, draft = bigram_pair(vocab_size=6, quality=0.5, seed=0)
     for start in range(6):
         for k in (1, 2, 3):
-            problem = one_round(
-                fn, target, draft, [start], k, first_round(target, draft, [start], k)
-            )[1]
-            if problem:
-                return problem
-    return None
+            one_round(fn, target, draft, [start], k, first_round(target, draft, [start], k))
 
 
 def every_round_of(target, draft, prompt, k, new_tokens):
@@ -152,13 +151,8 @@ def every_round_of(target, draft, prompt, k, new_tokens):
             if r.drafted < k:  # the budget's last round drafts fewer
                 break
             want = reference.tokens[done : done + r.accepted + 1]
-            problem = one_round(fn, target, draft, list(prompt) + reference.tokens[:done], k, want)[
-                1
-            ]
-            if problem:
-                return problem
+            one_round(fn, target, draft, list(prompt) + reference.tokens[:done], k, want)
             done += len(want)
-        return None
 
     return case
 

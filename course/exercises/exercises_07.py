@@ -24,14 +24,16 @@ TREES = {
 
 
 def mask_of(fn, parents):
-    return np.asarray(fn(list(parents))).astype(bool)
+    """The learner's mask as a bool array; Wrong if its shape is not (n, n)."""
+    got, n = np.asarray(fn(list(parents))), len(parents)
+    expect(got.shape == (n, n), f"parents {list(parents)}: shape {got.shape}, expected {(n, n)}")
+    return got.astype(bool)
 
 
 def square_shape(fn):
     for name, parents in TREES.items():
         got = np.shape(fn(list(parents)))
         expect(got == (len(parents),) * 2, f"{name}: shape {got}, expected {(len(parents),) * 2}")
-    return None
 
 
 def chain_is_causal(fn):
@@ -43,7 +45,6 @@ def chain_is_causal(fn):
 def sees_itself(fn):
     for name, parents in TREES.items():
         expect(np.diag(mask_of(fn, parents)).all(), f"{name}: some node cannot see itself")
-    return None
 
 
 def siblings_apart(fn):
@@ -55,7 +56,6 @@ def siblings_apart(fn):
                     i == j or a != b or not mask[i, j],
                     f"{name}: node {i} sees node {j}, another child of the same parent",
                 )
-    return None
 
 
 def parent_plus_itself(fn):
@@ -69,7 +69,6 @@ def parent_plus_itself(fn):
                 np.array_equal(mask[i], want),
                 f"{name}: node {i} does not see exactly what its parent sees, plus itself",
             )
-    return None
 
 
 def one_pass_per_branch(model, prefix):
@@ -88,7 +87,6 @@ def one_pass_per_branch(model, prefix):
                     np.allclose(rows[[0] + [i + 1 for i in branch]], alone, atol=1e-9),
                     f"{name}: the branch through nodes {branch} gets other rows",
                 )
-        return None
 
     return case
 

@@ -1,7 +1,13 @@
 """The check runner behind every notebook's exercises: `grade` runs a learner's function through
-a list of cases, one printed line per case. Each exercises_0N module holds its cases; a case
-states what an answer must do with `expect(ok, message)`, as specmini states its input rules
-with `require`. Every case is reported, and a message says what is wrong, never the answer.
+a list of cases, one printed line per case. Each exercises_0N module holds its cases.
+
+One convention for a case: it states what an answer must do with `expect(ok, message)` (or raises
+`Wrong`), as specmini states its input rules with `require`, and it returns nothing. A case that
+returns a value is a bug in the checks (`grade` raises `CaseReturned`): a message returned instead
+of raised would otherwise pass without a word. Every case is reported, and a message says what is
+wrong, never the answer. A crash is said in the learner's terms: the line of their code that
+raised, or what their function returned that the check could not read; never the checks' own
+internals.
 
 The same checks grade the student edition under nbgrader: there a check that is not attempted
 yet, or fails, raises, so that its cell scores zero. A learner sees that failure's message, not
@@ -15,8 +21,10 @@ right answers.
 
 import contextlib
 import hashlib
+import math
 import os
 import sys
+import traceback
 from unittest import mock
 
 import numpy as np
@@ -46,6 +54,10 @@ class CheckFailed(AssertionError):
 
 class CalledSpecmini(AssertionError):
     """A learner's answer called the specmini function that the exercise asks them to write."""
+
+
+class CaseReturned(TypeError):
+    """A case returned a value: a bug in the course's checks, not in the learner's answer."""
 
 
 def autograding():
@@ -83,9 +95,90 @@ def traps(fn, forbid):
         yield
 
 
+def home_of(fn):
+    """The globals of the learner's code: a function's, a partial's or a callable object's."""
+    for candidate in (fn, getattr(fn, "func", None), type(fn).__call__):
+        home = getattr(candidate, "__globals__", None)
+        if home is not None:
+            return home
+    return None
+
+
+def learner_line(error, fn):
+    """(function, line) of the innermost frame of the learner's code that `error` went through,
+    or None if it was raised without reaching their code."""
+    home, found = home_of(fn), None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if home is not None and frame.f_globals is home:
+            found = (frame.f_code.co_name, line)
+    return found
+
+
+def described(value):
+    """What a learner's function returned, in a few words: its own value, never the answer."""
+    if value is None:
+        return "None (is a `return` missing?)"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}" if value.size > 6 else f"array {value.tolist()}"
+    text = repr(value)
+    if len(text) <= 60:
+        return f"{type(value).__name__} {text}"
+    size = f" of length {len(value)}" if hasattr(value, "__len__") else ""
+    return f"a {type(value).__name__}{size}"
+
+
+class Recorded:
+    """The learner's function, keeping what its last call returned: if the check then cannot
+    read it, the message can say what it was."""
+
+    def __init__(self, fn):
+        self.fn, self.called, self.returned = fn, False, None
+
+    def __call__(self, *args, **kwargs):
+        self.called, self.returned = True, None
+        self.returned = self.fn(*args, **kwargs)
+        return self.returned
+
+
+def crash_message(error, answer):
+    """A crash during a case, in the learner's terms; a crash of the checks alone re-raises."""
+    where = learner_line(error, answer.fn)
+    said = f": {error}" if str(error) else ""
+    if where is not None:
+        function, line = where
+        return f"your code raised {type(error).__name__} at line {line} of {function}{said}"
+    if not answer.called:
+        raise error  # the checks broke before the learner's code ran: a bug in the course
+    return (
+        f"could not read what your function returned ({described(answer.returned)}): "
+        "see what the exercise asks it to return"
+    )
+
+
+def failure(case, fn, forbid=()):
+    """The message `case` fails with on `fn`, or None if it passes. A stub's
+    NotImplementedError goes through: that is "not attempted yet", not a failure."""
+    answer = Recorded(fn)
+    try:
+        with traps(fn, forbid):
+            returned = case(answer)
+    except NotImplementedError:
+        raise
+    except (Wrong, CalledSpecmini) as e:
+        return str(e)
+    except Exception as e:  # a crash is a failed case, and says why
+        return crash_message(e, answer)
+    if returned is not None:
+        raise CaseReturned(
+            f"the case {getattr(case, '__name__', case)!r} returned {returned!r}: a case says "
+            "what is wrong with expect(ok, message) or raise Wrong, and returns nothing"
+        )
+    return None
+
+
 def grade(name, fn, cases, strict=True, forbid=()):
-    """Run each (title, case) on `fn`; a case passes unless an `expect` in it fails (or it
-    returns a message saying what went wrong).
+    """Run each (title, case) on `fn`; a case passes unless it raises (an `expect` that fails,
+    `Wrong`, or a crash).
 
     With strict (a learner's check cell) a failure raises AssertionError and nothing is returned;
     otherwise returns True (all pass), False (some fail) or None (not attempted yet). A stub that
@@ -96,8 +189,7 @@ def grade(name, fn, cases, strict=True, forbid=()):
     failed = 0
     for title, case in cases:
         try:
-            with traps(fn, forbid):
-                problem = case(fn)
+            problem = failure(case, fn, forbid)
         except NotImplementedError:
             print(
                 f"… {name}: not attempted yet. Write it in the cell above, then re-run this cell."
@@ -105,10 +197,6 @@ def grade(name, fn, cases, strict=True, forbid=()):
             if strict and autograding():
                 raise CheckFailed(f"{name}: not attempted") from None
             return None
-        except (Wrong, CalledSpecmini) as e:
-            problem = str(e)
-        except Exception as e:  # a crash is a failed case, and says why
-            problem = f"raised {type(e).__name__}: {e}"
         print(f"✗ {title}: {problem}" if problem else f"✓ {title}")
         failed += problem is not None
     if failed and strict:
@@ -120,7 +208,23 @@ def grade(name, fn, cases, strict=True, forbid=()):
 
 def as_array(x):
     """What a learner's function returned, as a float array to compare."""
-    return np.asarray(x, dtype=np.float64)
+    try:
+        ok, array = x is not None, np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        ok = False
+    expect(ok, f"returned {described(x)}, not an array of numbers")
+    return array
+
+
+def as_number(x, where):
+    """What a learner's function returned, as one float; Wrong if it is not one number."""
+    try:
+        ok = np.ndim(x) == 0 and np.asarray(x).dtype.kind in "iuf"  # not a bool, str or None
+    except ValueError:  # a ragged list
+        ok = False
+    expect(ok, f"{where}: returned {described(x)}, not a number")
+    expect(math.isfinite(x), f"{where}: returned {float(x)}, not a finite number")
+    return float(x)
 
 
 # PBKDF2 rounds per hash: a check takes a fraction of a second, a search of every answer minutes
