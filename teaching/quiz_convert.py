@@ -52,11 +52,22 @@ def old_answers(source):
     raise SystemExit("the solution block assigns no `quiz = {...}`")
 
 
+# One quiz shape in every notebook: its "## Quiz" cell opens with QUIZ_PROMPT and prints each
+# option on a line of its own, as "   - (a) ..."; its answer cell is answer_source's.
+QUIZ_PROMPT = (
+    "Work each answer out from this notebook, by hand or in a scratch cell, then write it in the"
+    ' cell below: the letter of an option (`"b"`; `"(b)"`, `"b)"` and `"B"` count too), or a'
+    " number, compared to 2 decimals (`0.25`: a decimal point, no unit, no % sign). The next cell"
+    " checks your answers one by one; it knows only their hashes."
+)
+
+
 def answer_source(questions):
     blanks = ", ".join(f"{q}: None" for q in questions)
     return (
-        '# Your answers: a letter ("b") or a number to 2 decimals for each question; None: not\n'
-        "# answered yet. The next cell checks them one by one.\n"
+        '# Your answers: the letter of an option ("b") or a number (0.25: no unit, no %),'
+        " compared\n"
+        "# to 2 decimals; None: not answered yet. The next cell checks them one by one.\n"
         f"quiz = {{{blanks}}}"
     )
 

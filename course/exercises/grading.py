@@ -16,15 +16,20 @@ a traceback into this module.
 A quiz is checked question by question (`check_quiz`) against salted hashes of its answers. In the
 self-study notebooks the hashes sit in the quiz's check cell; in the student edition they are
 nbgrader's hidden tests, which only the autograder sees, and the cell's score is the number of
-right answers.
+right answers. An answer is read before it is hashed: "(c)", "c)", "C." and "option c" are the
+letter c, "1.5" and 1.5 the number 1.50; a number written with a unit, a comma or a % sign gets a
+message about its form, not its content.
 """
 
 import contextlib
 import hashlib
 import math
+import numbers
 import os
+import re
 import sys
 import traceback
+from collections.abc import Mapping
 from unittest import mock
 
 import numpy as np
@@ -230,17 +235,64 @@ def as_number(x, where):
 # PBKDF2 rounds per hash: a check takes a fraction of a second, a search of every answer minutes
 QUIZ_ROUNDS = 100_000
 
+# A letter however it is wrapped: "c", "(c)", "c)", "c.", "[c]", "option c", "- c) its text"
+LETTER = re.compile(
+    r"[-*]?\s*(?:(?:option|answer)\s*:?)?\s*[(\[]?\s*([a-z])\s*(?:[)\].:](.*))?", re.S
+)
+FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
+DECIMAL_COMMA = re.compile(r"([+-]?\d+),(\d+)")
+NUMBER_IN = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?")
+
+
+class Unreadable(ValueError):
+    """A quiz answer in a form the check cannot read; the message says which form to use."""
+
+
+def number_form(text):
+    """What is wrong with the form of `text`, an answer that is neither a letter nor a number."""
+    if m := FRACTION.fullmatch(text):
+        if int(m[2]):
+            value = int(m[1]) / int(m[2])
+            return f"write the fraction as a decimal number, {value:.2f}, not {text}"
+    if m := DECIMAL_COMMA.fullmatch(text):
+        return f"write numbers with a decimal point, not a comma: {m[1]}.{m[2]}, not {text}"
+    found = NUMBER_IN.search(text)
+    if found is None:
+        return "write the letter of one option (a, b, c, ...), or a number"
+    number, rest = found[0], (text[: found.start()] + text[found.end() :]).strip()
+    if rest == "%":
+        return f"write it as a decimal, not a percentage: {float(number) / 100:g}, not {text}"
+    if "," in text:
+        return "write numbers with a decimal point and no comma"
+    return f"write the number alone, {number}, without {rest!r}"
+
+
+def quiz_answer(answer):
+    """A quiz answer in its canonical form: a letter ("c") or a number to 2 decimals ("1.50").
+    Raises Unreadable, saying which form to use, for anything else."""
+    if isinstance(answer, numbers.Real) and not isinstance(answer, bool):
+        value = float(answer)
+    elif isinstance(answer, str):
+        text = answer.strip().lower()
+        if letter := LETTER.fullmatch(text):
+            return letter[1]
+        try:
+            value = float(text)
+        except ValueError:
+            raise Unreadable(f"{answer.strip()!r}: {number_form(text)}") from None
+    else:
+        raise Unreadable(f"{answer!r}: write the letter of one option, or one number")
+    if not math.isfinite(value):
+        raise Unreadable(f"{answer!r}: write a finite number")
+    return f"{value:.2f}"
+
 
 def quiz_hash(name, question, answer):
     """A quiz answer as a salted, slow hash, so that a check cell can hold the key without showing
     it. The salt is the quiz's name and the question's number: the same letter hashes differently
-    in every question of every notebook. Letters are case-blind; numbers (or text that reads as
-    one) are compared at 2 decimals."""
-    text = str(answer).strip().lower()
-    try:
-        text = f"{float(text):.2f}"
-    except ValueError:
-        pass
+    in every question of every notebook. The answer is hashed in its canonical form (quiz_answer):
+    letters are case-blind and may be wrapped, numbers are compared at 2 decimals."""
+    text = quiz_answer(answer)
     salt = f"specmini-quiz|{name}|{question}".encode()
     return hashlib.pbkdf2_hmac("sha256", text.encode(), salt, QUIZ_ROUNDS)[:8].hex()
 
@@ -249,50 +301,117 @@ def unanswered(value):
     return value is None or (isinstance(value, str) and not value.strip())
 
 
+QUESTION = re.compile(r"\s*(?:q(?:uestion)?\s*)?(\d+)\s*", re.I)
+
+
+def question_number(key):
+    """A question's number from a key of the learner's dict (3, "3", 3.0, "q3"), or None."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, int | np.integer):
+        return int(key)
+    if isinstance(key, float) and key.is_integer():
+        return int(key)
+    if isinstance(key, str) and (m := QUESTION.fullmatch(key)):
+        return int(m[1])
+    return None
+
+
+def by_question(answers):
+    """The learner's answers by question number, whatever their keys' type, and what could not
+    be used: {key: why} for keys that are no question number, or a question answered twice."""
+    found, problems = {}, {}
+    for key, value in answers.items():
+        number = question_number(key)
+        if number is None:
+            problems[key] = "not a question number: use 1, 2, 3, ..."
+        elif number in found and not unanswered(value) and not unanswered(found[number]):
+            problems[number] = f"answered twice (under {key!r} too): keep one"
+        elif number not in found or unanswered(found[number]):
+            found[number] = value
+    return found, problems
+
+
+def read_answers(answers, questions=None):
+    """{question: canonical answer, None (not answered) or Unreadable}, and lines about keys
+    that are not questions of this quiz."""
+    if not isinstance(answers, Mapping):
+        shape = "{1: ..., 2: ...}"
+        return {}, [f"? quiz is {described(answers)}, not a dict {shape}"]
+    found, problems = by_question(answers)
+    questions = sorted(found) if questions is None else questions
+    read, notes = {}, []
+    for question in questions:
+        if question in problems:
+            read[question] = Unreadable(problems[question])
+        elif unanswered(found.get(question)):
+            read[question] = None
+        else:
+            try:
+                read[question] = quiz_answer(found[question])
+            except Unreadable as e:
+                read[question] = e
+    known = ", ".join(map(str, questions))
+    for key in [k for k in found if k not in read] + [k for k in problems if k not in read]:
+        why = problems.get(key, f"this quiz has questions {known} only")
+        notes.append(f"? {key!r}: {why}")
+    return read, notes
+
+
 def check_quiz(name, answers, key):
-    """Check a notebook's quiz, question by question: `answers` maps question numbers to a letter
-    or a number (None: not answered yet), `key` maps them to `quiz_hash` hashes. Prints one line
-    per question, naming what is right or wrong, never the answer.
+    """Check a notebook's quiz, question by question: `answers` maps question numbers (3 or "3")
+    to a letter or a number (None: not answered yet), `key` maps them to `quiz_hash` hashes.
+    Prints one line per question, naming what is right or wrong, never the answer; an answer the
+    check cannot read (a unit, a comma, a % sign) is told what form to use.
 
     One point per question. Under nbgrader the cell's value is the number of right answers, which
-    nbgrader reads as the cell's partial credit; an unanswered or wrong question scores 0. In
-    self-study nothing is returned; a wrong answer raises, an unanswered one does not. `key` is
-    None in the student edition, where the hashes are nbgrader's hidden tests: the cell then says
-    which questions are answered, and the autograder, which has the key, checks them.
+    nbgrader reads as the cell's partial credit; an unanswered, unreadable or wrong question
+    scores 0. In self-study nothing is returned; a wrong or unreadable answer raises, an
+    unanswered one does not. `key` is None in the student edition, where the hashes are
+    nbgrader's hidden tests: the cell then says which questions are answered (and which cannot be
+    read), and the autograder, which has the key, checks them.
     """
-    answers = answers if isinstance(answers, dict) else {}
     if key is None:
-        given = [q for q in sorted(answers) if not unanswered(answers[q])]
-        for question in sorted(answers):
-            if question in given:
-                print(f"· question {question}: answered")
-            else:
+        read, notes = read_answers(answers)
+        for question, given in read.items():
+            if isinstance(given, Unreadable):
+                print(f"✗ question {question}: {given}")
+            elif given is None:
                 print(f"… question {question}: not answered yet")
+            else:
+                print(f"· question {question}: answered")
+        if notes:
+            print(*notes, sep="\n")
+        readable = [q for q, given in read.items() if isinstance(given, str)]
         print(
-            f"{name}: {len(given)} of {len(answers)} answered; "
+            f"{name}: {len(readable)} of {len(read)} answered; "
             "the autograder checks them when your notebook is graded"
         )
         return 0.0 if os.environ.get("NBGRADER_EXECUTION") == "autograde" else None
-    right, wrong, missing = [], [], []
-    for question, want in key.items():
-        given = answers.get(question)
-        if unanswered(given):
-            missing.append(question)
+    read, notes = read_answers(answers, sorted(key))
+    right, wrong, unreadable = [], [], []
+    for question, given in read.items():
+        if isinstance(given, Unreadable):
+            unreadable.append(question)
+            print(f"✗ question {question}: {given}")
+        elif given is None:
             print(f"… question {question}: not answered yet")
-        elif quiz_hash(name, question, given) == want:
+        elif quiz_hash(name, question, given) == key[question]:
             right.append(question)
             print(f"✓ question {question}")
         else:
             wrong.append(question)
             print(f"✗ question {question}: not this one; read its section again")
+    if notes:
+        print(*notes, sep="\n")
     if len(right) == len(key):
         print(f"✓ {name}: all {len(key)} answers right")
-    elif not right and not wrong:
+    elif not (right or wrong or unreadable):
         print(f"… {name}: no answer yet. Write yours in the cell above, then re-run this cell.")
     else:
         print(f"{name}: {len(right)} of {len(key)} right")
     if autograding():
         return float(len(right))
-    if wrong:
+    if wrong or unreadable:
         raise CheckFailed(f"{name}: {len(right)} of {len(key)} right")
     return None
