@@ -67,13 +67,13 @@ def sizes_of(fn, alpha, k):
     return got
 
 
-def expect_sizes(got, alpha, k, where):
+def expect_sizes(got, alpha, k, where=None):
     off = off_entries(got, round_sizes(alpha, k))
-    expect(not off, f"{where}: {off}")
+    expect(not off, f"{where}: {off}" if where else off)
 
 
 def worked_example(fn):
-    expect_sizes(sizes_of(fn, 0.8, 2), 0.8, 2, "alpha 0.8, k 2")
+    expect_sizes(sizes_of(fn, 0.8, 2), 0.8, 2)  # the case's title names alpha and k
 
 
 def length_k_plus_one(fn):
