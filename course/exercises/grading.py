@@ -27,6 +27,7 @@ import math
 import numbers
 import os
 import re
+import reprlib
 import sys
 import traceback
 from collections.abc import Mapping
@@ -175,7 +176,7 @@ def failure(case, fn, forbid=()):
         return crash_message(e, answer)
     if returned is not None:
         raise CaseReturned(
-            f"the case {getattr(case, '__name__', case)!r} returned {returned!r}: a case says "
+            f"the case {getattr(case, '__qualname__', case)!r} returned {returned!r}: a case says "
             "what is wrong with expect(ok, message) or raise Wrong, and returns nothing"
         )
     return None
@@ -337,7 +338,7 @@ def read_answers(answers, questions=None):
     that are not questions of this quiz."""
     if not isinstance(answers, Mapping):
         shape = "{1: ..., 2: ...}"
-        return {}, [f"? quiz is {described(answers)}, not a dict {shape}"]
+        return {}, [f"? quiz is {reprlib.repr(answers)}, not a dict {shape}"]
     found, problems = by_question(answers)
     questions = sorted(found) if questions is None else questions
     read, notes = {}, []
