@@ -11,6 +11,8 @@ For each notebook (its number NN from the file name, its quiz named "quiz NN"):
 - the check cell (grade_id quiz_check) holds the answers' grading.quiz_hash hashes between
   ### BEGIN HIDDEN TESTS and ### END HIDDEN TESTS, and its points are the number of questions;
 - the `QUIZ = {...}` block (and its comment) leaves course/exercises/exercises_NN.py.
+The quiz's "## Quiz" cell is written by hand, in the shape every notebook shares: QUIZ_PROMPT, then
+the questions, each option on a line of its own ("   - (a) ..."); tests/test_grading.py checks it.
 Then re-execute the notebook: jupyter nbconvert --to notebook --execute --inplace NOTEBOOK.
 To change a converted quiz's answer, edit teaching/quiz_answers.json and run this again.
 """
