@@ -59,7 +59,6 @@ def expect_keep(fn, target, draft, token, where=""):
     pair = f"{where}target {target[token]:.3g}, draft {draft[token]:.3g}"
     hint = mistake(got, target[token], draft[token])
     expect(abs(got - want) <= TOLERANCE, f"{pair}: got {got:.4g}; {hint}")
-    return got
 
 
 def abc_values(fn):

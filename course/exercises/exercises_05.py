@@ -40,7 +40,7 @@ def published(fn):
     hint = "is it r' itself?" if np.isclose(alpha, 0.8) else "too few" if got < 4 else "too many"
     expect(
         abs(alpha - exact_alpha(4.0, 4)) <= TOLERANCE,
-        f"your alpha gives {got:.4f} tokens per round with K = 4, not 4: {hint}",
+        f"your alpha gives {got:.6g} tokens per round with K = 4, not 4: {hint}",
     )
 
 
@@ -53,7 +53,7 @@ def round_trip(fn):
             expect(
                 abs(got - alpha) <= TOLERANCE,
                 f"k = {k}, {tokens:.4f} tokens per round: your alpha is too {side}"
-                f" (by more than 1e-6)",
+                " (by more than 1e-6)",
             )
 
 
