@@ -1,7 +1,7 @@
 """The longer code of notebook 06 (GPT-2 in tinygrad): loading the models, the greedy-identity
-check, acceptance measured along a text, the timers, the live view behind the sliders and the
-offline pair's training record. The notebook shows the calls and what they print. No exercise
-solution lives here."""
+check, acceptance measured along a text (and a gain in it with a bootstrap interval), the timers,
+the live view behind the sliders and the offline pair's training record. The notebook shows the
+calls and what they print. No exercise solution lives here."""
 
 import ast
 import json
