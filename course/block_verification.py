@@ -164,3 +164,18 @@ def block_round_outcomes(
                     key = (*block[:tau], int(y))
                     out[key] = out.get(key, 0.0) + prob * p_tau * final[y]
     return out
+
+
+def block_rounds(target_rows, draft_rows, k, **rule):
+    """Block-verified rounds on bigram models for course.exact.chained_outcomes: `rounds(text,
+    remaining)` is what a round emits after `text` with k drafts, or as many as the token budget
+    leaves room for, as in specmini.generate. `rule` goes to block_round_outcomes."""
+    memo = {}  # a bigram round depends only on the last token and the number of drafts
+
+    def rounds(text, remaining):
+        key = text[-1], min(k, remaining - 1)
+        if key not in memo:
+            memo[key] = block_round_outcomes(target_rows, draft_rows, *key, **rule)
+        return memo[key]
+
+    return rounds

@@ -48,12 +48,7 @@ def tokens_per_round(outcomes):
 
 def chained(target_table, draft_table, k, length, **rule):
     """Block-verified rounds chained from token 0, as specmini.generate chains its rounds."""
-
-    def rounds(text, remaining):
-        drafts = min(k, remaining - 1)  # the budget rule of specmini.generate
-        return bv.block_round_outcomes(target_table, draft_table, text[-1], drafts, **rule)
-
-    return chained_outcomes(rounds, 0, length)
+    return chained_outcomes(bv.block_rounds(target_table, draft_table, k, **rule), 0, length)
 
 
 # --- The paper's example, by hand.

@@ -277,22 +277,11 @@ def random_blocks(fn, n=200):
     return None
 
 
-def chained_block_rounds(target_table, draft_table, acceptance, k=2, length=4):
-    """Exactly, the first `length` tokens of block-verified rounds chained from token 0."""
-
-    def rounds(text, remaining):
-        drafts = min(k, remaining - 1)  # specmini.generate's token budget
-        return block_verification.block_round_outcomes(
-            target_table, draft_table, text[-1], drafts, acceptance=acceptance
-        )
-
-    return chained_outcomes(rounds, 0, length)
-
-
 def exact_rounds(fn):
     rng = np.random.default_rng(7)
     for target_table, draft_table in rng.dirichlet(np.full(3, 0.5), size=(3, 2, 3)):
-        chained = chained_block_rounds(target_table, draft_table, fn)
+        rounds = block_verification.block_rounds(target_table, draft_table, 2, acceptance=fn)
+        chained = chained_outcomes(rounds, 0, 4)
         tv = total_variation(chained, bigram_joint(target_table, 0, 4))
         expect(tv < 1e-9, f"rounds kept with your h are not the target's (off by {tv:.3f} TV)")
 
