@@ -1,18 +1,27 @@
-"""Automatic checks for the exercises of notebook 02: the accept test, one token and a sequence.
+"""Automatic checks for the exercises of notebook 02: the accept test, one token and a sequence,
+and block verification's acceptance probabilities.
 
 The five classic cases of `speculative_accept` come from the exercise the course was seeded with
 (reference example, all accepted, first rejected, ratio capped at 1, halting mid-sequence); a
 sixth compares the learner's function with `specmini.speculative_accept` on random cases. The
 check rejects an answer that calls `specmini.speculative_accept` itself, and a failing case says
-what went wrong without printing the expected answer.
+what went wrong without printing the expected answer. `block_acceptance` is checked the same way,
+against course.block_verification, whose own functions its check keeps out of reach.
 """
+
+import contextlib
+import sys
+from unittest import mock
 
 import numpy as np
 
 import specmini
-from course.exercises.grading import expect, grade
+from course import block_verification
+from course.exact import bigram_joint, chained_outcomes
+from course.exercises.grading import Wrong, as_array, expect, grade
 from course.toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
 from course.toys import TARGET_ABC as TARGET
+from course.toys import total_variation
 
 
 def rows(vocab, picks):
@@ -184,3 +193,107 @@ ACCEPT_CASES = [(title, classic_case(*spec)) for title, spec in CLASSIC.items()]
 
 def check_speculative_accept(fn, strict=True):
     return grade("speculative_accept", fn, ACCEPT_CASES, strict, forbid=("speculative_accept",))
+
+
+# Exercise 3: block_acceptance(drafts, target_rows, draft_rows) -> h_0 .. h_K, block
+# verification's acceptance probabilities (Sun et al. 2025), checked against the paper's example
+# by hand, against course.block_verification, and by the exactness of the rounds built on them.
+
+AB_TARGET = np.tile([1 / 3, 2 / 3], (2, 1))  # the paper's example: row c follows token c
+AB_DRAFT = np.tile([2 / 3, 1 / 3], (2, 1))
+# h_0 .. h_2 of each block of the paper's example (tokens a = 0 and b = 1), worked by hand
+AB_BLOCKS = {(0, 0): [1, 0, 1 / 4], (0, 1): [1, 0, 1], (1, 0): [1, 1, 1 / 2], (1, 1): [1, 1, 1]}
+OWN = ("acceptance_probabilities", "prefix_weights")  # the course's answer and its first half
+
+
+def block_rows(block, target_table, draft_table, last=0):
+    """The K + 1 target rows and K draft rows of a block drafted after token `last`."""
+    contexts = [last, *block]
+    return target_table[contexts], draft_table[contexts[:-1]]
+
+
+def random_block(rng):
+    vocab, k = int(rng.integers(2, 7)), int(rng.integers(1, 6))
+    target_rows = rng.dirichlet(np.full(vocab, 0.5), size=k + 1)
+    draft_rows = rng.dirichlet(np.full(vocab, 0.5), size=k)
+    drafts = [int(rng.choice(vocab, p=row)) for row in draft_rows]  # drafts come from the draft
+    return drafts, target_rows, draft_rows
+
+
+@contextlib.contextmanager
+def course_traps(fn):
+    """course.block_verification's own answer, out of reach of the learner's code only."""
+    patches = []
+    for name in OWN:
+        real = getattr(block_verification, name)
+
+        def trap(*args, _real=real, _name=name, **kwargs):
+            if sys._getframe(1).f_globals.get("__name__", "").startswith("course."):
+                return _real(*args, **kwargs)
+            raise Wrong(f"your answer calls course.block_verification.{_name}: write it yourself")
+
+        patches.append(mock.patch.object(block_verification, name, trap))
+        learner = getattr(fn, "__globals__", {})
+        for alias, value in list(learner.items()):  # `from course.block_verification import`
+            if value is real:
+                patches.append(mock.patch.dict(learner, {alias: trap}))
+    with contextlib.ExitStack() as stack:
+        for p in patches:
+            stack.enter_context(p)
+        yield
+
+
+def paper_example(fn):
+    for block, want in AB_BLOCKS.items():
+        got = as_array(fn(list(block), *block_rows(block, AB_TARGET, AB_DRAFT)))
+        expect(got.shape == (3,), f"block {block}: got {got.shape[0]} numbers, want K + 1 = 3")
+        off = [f"h_{i}" for i in range(3) if not np.isclose(got[i], want[i])]
+        name = "".join("ab"[t] for t in block)
+        expect(not off, f"block {name}: {' and '.join(off)} off (got {np.round(got, 4).tolist()})")
+
+
+def one_draft(fn):
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        target_rows, draft_rows = rng.dirichlet(np.ones(4), size=2), rng.dirichlet(np.ones(4), 1)
+        token = int(rng.choice(4, p=draft_rows[0]))
+        got = as_array(fn([token], target_rows, draft_rows))
+        want = min(1.0, target_rows[0, token] / draft_rows[0, token])
+        expect(got.shape == (2,) and np.isclose(got[0], 1), f"one draft: got {got.round(4)}")
+        expect(np.isclose(got[1], want), f"one draft: h_1 = {got[1]:.4f}, not specmini's test")
+
+
+def random_blocks(fn, n=200):
+    rng = np.random.default_rng(6)
+    for i in range(n):
+        drafts, target_rows, draft_rows = random_block(rng)
+        want = block_verification.acceptance_probabilities(drafts, target_rows, draft_rows)
+        got = as_array(fn(list(drafts), target_rows, draft_rows))
+        if got.shape != want.shape:
+            return f"case {i}, {len(drafts)} drafts: got {got.shape[0]} numbers, want K + 1"
+        off = [f"h_{j}" for j in range(len(want)) if not np.isclose(got[j], want[j])]
+        if off:
+            return f"case {i}, drafts {drafts}: {', '.join(off)} off"
+    return None
+
+
+def exact_rounds(fn):
+    rng = np.random.default_rng(7)
+    for target_table, draft_table in rng.dirichlet(np.full(3, 0.5), size=(3, 2, 3)):
+        rounds = block_verification.block_rounds(target_table, draft_table, 2, acceptance=fn)
+        chained = chained_outcomes(rounds, 0, 4)
+        tv = total_variation(chained, bigram_joint(target_table, 0, 4))
+        expect(tv < 1e-9, f"rounds kept with your h are not the target's (off by {tv:.3f} TV)")
+
+
+BLOCK_CASES = [
+    ("the paper's example: h_0, h_1, h_2 of the blocks aa, ab, ba, bb", paper_example),
+    ("one draft: h_1 is specmini's min(1, target / draft)", one_draft),
+    ("agrees with course.block_verification on 200 random blocks", random_blocks),
+    ("exact: rounds kept with your h give the target's joint over 4 tokens", exact_rounds),
+]
+
+
+def check_block_acceptance(fn, strict=True):
+    with course_traps(fn):
+        return grade("block_acceptance", fn, BLOCK_CASES, strict)
