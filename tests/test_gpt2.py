@@ -19,6 +19,7 @@ from tinygrad.nn.state import safe_load, safe_save
 
 import specmini
 from course import checkpoints, corpus, gpt2, tokenizers
+from course.lessons import lesson_06
 from course.numpy_gpt2 import NumpyGPT2
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -396,6 +397,28 @@ def test_the_distilled_draft_agrees_more_with_the_target_on_held_out_code(temper
             alpha.append(specmini.acceptance_rate(rows[0], draft_rows))
     distilled, data = (np.concatenate(a).mean() for a in alphas)
     assert distilled > data + 0.01, f"distilled {distilled:.3f}, trained on data {data:.3f}"
+
+
+def test_the_gain_interval_is_a_paired_block_bootstrap():
+    # notebook 06 prints the distillation gain with lesson_06.gain_interval; synthetic alphas here
+    rng = np.random.default_rng(0)
+    n, sd = 2000, 0.05
+    shared = rng.uniform(0.3, 1.0, n)  # what makes a position easy or hard for both drafts
+    noise = rng.normal(0, sd, n)
+    better, worse = shared + 0.02 + noise, shared
+    gain, low, high = lesson_06.gain_interval(better, worse, block=1, seed=1)
+    assert gain == pytest.approx(0.02 + noise.mean())
+    assert 0 < low < gain < high
+    # paired: the shared part cancels, and the half-width is the normal one, 1.96 sd / sqrt(n)
+    assert (high - low) / 2 == pytest.approx(1.96 * sd / np.sqrt(n), rel=0.15)
+    assert lesson_06.gain_interval(better, worse, block=1, seed=1) == (gain, low, high)
+    # neighbours that move together (runs of 4 equal values): blocks of 32 positions see it,
+    # and the interval is twice as wide as one that takes the positions as independent
+    runs = np.repeat(noise[: n // 4], 4)
+    one, blocks = (lesson_06.gain_interval(runs, 0 * runs, block=b) for b in (1, 32))
+    assert (blocks[2] - blocks[1]) / (one[2] - one[1]) == pytest.approx(2, rel=0.15)
+    with pytest.raises(ValueError):
+        lesson_06.gain_interval([0.5], [0.4])
 
 
 def test_fewer_buckets_compile_fewer_calls_and_give_the_same_logits(model):

@@ -23,6 +23,7 @@ message about its form, not its content.
 
 import contextlib
 import hashlib
+import importlib
 import math
 import numbers
 import os
@@ -35,9 +36,7 @@ from unittest import mock
 
 import numpy as np
 
-import specmini
-
-CHECKERS = ("course.", "specmini.")  # the packages whose code may call specmini's real functions
+CHECKERS = ("course.", "specmini.")  # the packages whose code may call the forbidden functions
 
 
 class Wrong(Exception):
@@ -59,7 +58,8 @@ class CheckFailed(AssertionError):
 
 
 class CalledSpecmini(AssertionError):
-    """A learner's answer called the specmini function that the exercise asks them to write."""
+    """A learner's answer called the function that the exercise asks them to write: specmini's,
+    or the course's own answer (course.block_verification's, for one)."""
 
 
 class CaseReturned(TypeError):
@@ -71,23 +71,35 @@ def autograding():
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
+def forbidden(name):
+    """(module, function name, what the learner would call) for an entry of `forbid`: a
+    specmini function by its name ("residual"), another by its dotted path
+    ("course.block_verification.prefix_weights")."""
+    path, _, function = name.rpartition(".")
+    module = importlib.import_module(path or "specmini")
+    return module, function, f"{module.__name__}.{function}"
+
+
 @contextlib.contextmanager
 def traps(fn, forbid):
-    """Replace the specmini functions named in `forbid` by traps, for calls from the learner's
-    code only: the checks themselves (and specmini's own functions) still reach the real ones."""
+    """Replace the functions named in `forbid` (see `forbidden`) by traps, for calls from the
+    learner's code only: the checks themselves (and specmini's and the course's own functions)
+    still reach the real ones."""
     patches = []
     for name in forbid:
-        real = getattr(specmini, name)
+        home, function, called = forbidden(name)
+        real = getattr(home, function)
 
-        def trap(*args, _real=real, _name=name, **kwargs):
+        def trap(*args, _real=real, _called=called, **kwargs):
             caller = sys._getframe(1).f_globals.get("__name__", "")
             if caller.startswith(CHECKERS):
                 return _real(*args, **kwargs)
             raise CalledSpecmini(
-                f"your answer calls specmini.{_name}: write it yourself, that is the exercise"
+                f"your answer calls {_called}: write it yourself, that is the exercise"
             )
 
-        for module in [m for key, m in sys.modules.items() if key.split(".")[0] == "specmini"]:
+        package = home.__name__.split(".")[0]
+        for module in [m for key, m in sys.modules.items() if key.split(".")[0] == package]:
             for alias, value in list(vars(module).items()):  # specmini.sampling.residual, ...
                 if value is real:
                     patches.append(mock.patch.object(module, alias, trap))
@@ -189,8 +201,8 @@ def grade(name, fn, cases, strict=True, forbid=()):
     With strict (a learner's check cell) a failure raises AssertionError and nothing is returned;
     otherwise returns True (all pass), False (some fail) or None (not attempted yet). A stub that
     still raises NotImplementedError counts as "not attempted yet", not as a failure, except
-    under nbgrader, where it scores zero. `forbid` names the specmini functions that `fn` must
-    not call (the ones the exercise asks for).
+    under nbgrader, where it scores zero. `forbid` names the functions that `fn` must not call
+    (the ones the exercise asks for): specmini's by name, another module's by its dotted path.
     """
     failed = 0
     for title, case in cases:

@@ -1,7 +1,7 @@
 """The longer code of notebook 06 (GPT-2 in tinygrad): loading the models, the greedy-identity
-check, acceptance measured along a text, the timers, the live view behind the sliders and the
-offline pair's training record. The notebook shows the calls and what they print. No exercise
-solution lives here."""
+check, acceptance measured along a text (and a gain in it with a bootstrap interval), the timers,
+the live view behind the sliders and the offline pair's training record. The notebook shows the
+calls and what they print. No exercise solution lives here."""
 
 import ast
 import json
@@ -189,6 +189,26 @@ def along_text(target, draft, tokens, window=64):
         logprobs.append(logp[np.arange(end - w), tokens[w + 1 : end + 1]])
     alphas = {temperature: np.concatenate(rows) for temperature, rows in alphas.items()}
     return alphas, np.concatenate(logprobs)
+
+
+def gain_interval(better, worse, level=0.95, block=32, resamples=2000, seed=0):
+    """(gain, low, high): the mean over positions of better - worse, two values per position of
+    one text (alpha of two drafts along it, say), and a `level` bootstrap interval for it.
+    Neighbouring positions are not independent, so the bootstrap resamples blocks of `block`
+    consecutive positions, with replacement, until it has as many positions as the text (a
+    moving-block bootstrap; block = 1 resamples single positions), `resamples` times with a
+    fixed seed, and takes the middle `level` of the resampled means. Both drafts are resampled
+    at the same positions: what makes a position easy or hard for both cancels out."""
+    diff = np.asarray(better, dtype=float) - np.asarray(worse, dtype=float)
+    if diff.ndim != 1 or len(diff) < 2 or not 0 < level < 1 or block < 1:
+        raise ValueError("two equal-length 1-D arrays of 2 or more values, 0 < level < 1")
+    n, block = len(diff), min(int(block), len(diff))
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, n - block + 1, size=(resamples, -(-n // block)))
+    picks = (starts[:, :, None] + np.arange(block)).reshape(resamples, -1)[:, :n]
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(diff[picks].mean(axis=1), [tail, 100 - tail])
+    return float(diff.mean()), float(low), float(high)
 
 
 def from_prompts_in(target, draft, tokens, k, new_tokens=16, prompt_len=64, temperature=1.0):
