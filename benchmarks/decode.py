@@ -37,13 +37,17 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 
+# isort: off
+import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinygrad reads once
+
+# isort: on
 import numpy as np
 from tinygrad import Device, Tensor
 from tinygrad.helpers import NUM_CPU_THREADS, GlobalCounters
 from tinygrad.nn.state import safe_load, safe_save
 
 import specmini
-from course import checkpoints, corpus, gpt2, speedup, timing
+from course import checkpoints, corpus, gpt2, runtime, speedup, timing
 from course.timing import cpu_model, seconds
 from course.toys import accept_tests
 
@@ -714,7 +718,10 @@ def parse(argv):
         "--fast", action="store_true", help="CI: tinygrad, offline pair, 8 tokens, 2 reps"
     )
     ap.add_argument(
-        "--beam", type=int, help="tinygrad's kernel search width (default 2; 0 in --fast mode)"
+        "--beam",
+        type=int,
+        default=0,
+        help="tinygrad's kernel search width (default 0: the course's kernels, no search)",
     )
     ap.add_argument("--out", type=pathlib.Path, help="JSON path (default: benchmarks/results/tmp/)")
     ap.add_argument("--save", action="store_true", help="write to benchmarks/results/ to commit")
@@ -722,8 +729,6 @@ def parse(argv):
     if args.fast:
         args.models, args.no_torch = "pair", True
         args.reps, args.tokens = args.reps or 2, args.tokens or 8
-    if args.beam is None:
-        args.beam = 0 if args.fast else 2
     return args
 
 
@@ -758,6 +763,7 @@ def main(argv=None):
         # tinygrad's settings that change its kernels: a BEAM-searched run is not a plain one
         "tinygrad_env": {k: os.environ[k] for k in TINYGRAD_ENV if k in os.environ},
         "tinygrad_beam": args.beam,
+        "tinygrad_runtime": runtime.name(),  # HCQ2 or default (course/runtime.py)
         "load_before": os.getloadavg(),
         "fast": args.fast,
     }

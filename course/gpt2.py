@@ -15,15 +15,17 @@ compiled decoding path (`step`) computes the same logits with a KV cache, each L
 into the matmul after it, in as few GPU kernels as tinygrad can make of it.
 """
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
-from tinygrad import Context, Tensor, TinyJit, UOp, dtypes
+from tinygrad import Tensor, TinyJit, UOp, dtypes
 from tinygrad.nn import Embedding, LayerNorm
 from tinygrad.nn.state import get_state_dict
 
+from course import runtime
 from course.toys import gpt2_parameters
+
+runtime.install_kernel_rule()  # a CPU matmul's rows in registers: a pass over K + 1 ~ a step
 
 TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # all three are the tanh formula
 # new-token counts with a compiled call: each K + 1 up to K = 8 (a call padded to a larger count
@@ -102,8 +104,8 @@ class NormLinear:
     def __call__(self, x):
         moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
         mean, rstd = moments[0], (moments[1] - moments[0].square() + self.ln.eps).rsqrt()
-        w = self.linear.weight * self.ln.weight  # the gain applied as W is read
-        xw = x.matmul(w.T, dtype=dtypes.float)
+        # the gain applied to x as the matmul reads it: n_embd products per row, not one per weight
+        xw = (x * self.ln.weight).matmul(self.linear.weight.T, dtype=dtypes.float)
         return (rstd * (xw - mean * self.colsum) + self.bias).cast(x.dtype)
 
 
@@ -144,6 +146,8 @@ class Attention:
             att = future.where(float("-inf"), att)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
         weights = (att - att.max(-1, keepdim=True)).exp()
+        if x.device == "CPU":  # a kernel more, but each exp computed once, not once per column of v
+            weights = weights.contiguous()
         y = (weights @ v) / weights.sum(-1, keepdim=True)  # (B, nh, T, hs)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
@@ -254,14 +258,12 @@ class GPT2:
         size = next(b for b in self.buckets if b >= len(chunk))
         if size not in self.compiled:  # captured at its first call once the caches exist
             self.compiled[size] = TinyJit(self.step)
-            self.compiled[size].cnt = int(self.h[0].attn.qkv_cache is not None)
-        # beam > 0: while a call compiles, tinygrad times candidate kernels and keeps the fastest
-        # (BEAM search; on a CPU several times faster for rows > 1; cached on disk)
+            runtime.capture_at_once(self.compiled[size], self.h[0].attn.qkv_cache is not None)
         # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
         tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
-        with Context(BEAM=self.beam) if self.beam else contextlib.nullcontext():
-            logits = read_out(self.compiled[size](self.pos_var.bind(pos), *tokens))
+        with runtime.compiling(self.beam):  # beam > 0: tinygrad's kernel search (BEAM)
+            logits = runtime.read_out(self.compiled[size](self.pos_var.bind(pos), *tokens))
         return logits[: len(chunk), : self.config.vocab_size]
 
     def compile(self):
@@ -313,13 +315,6 @@ def common_prefix(cached, tokens, limit):
     return kept
 
 
-def read_out(t):
-    """A realized tensor's values, copied out of its buffer (the next replay overwrites it). On
-    a CPU in place: `Tensor.numpy()` schedules a copy on every call, a third of a draft step."""
-    view = t._buffer().as_memoryview(allow_zero_copy=True)  # a copy on a GPU anyway
-    return np.frombuffer(view, dtype=t.dtype.fmt).reshape(t.shape).copy()
-
-
 def padded_vocab(cfg):
     return -(-cfg.vocab_size // 64) * 64
 
@@ -332,19 +327,7 @@ def weights(model):
 
 
 def kernel_counts(model):
-    """Kernels each compiled call launches, by its count of new tokens (CUDA graph batches opened).
-
-    A GPU pays a launch per kernel, so this count, not the bytes, sets a small model's step time.
-    """
-    from tinygrad.uop.ops import Ops
-
-    def programs(linear):
-        for call in linear.src:
-            fn = call.src[0]
-            if fn.op is Ops.CUSTOM_FUNCTION and fn.arg == "graph":
-                yield from programs(fn.src[0])
-            elif fn.op is Ops.PROGRAM:
-                yield fn.arg
-
-    return {n: list(programs(jit.captured.linear)) for n, jit in sorted(model.compiled.items())
+    """Kernels each compiled call launches, by its count of new tokens. A GPU pays a launch per
+    kernel, so this count, not the bytes, sets a small model's step time."""
+    return {n: runtime.kernels(jit) for n, jit in sorted(model.compiled.items())
             if jit.captured is not None}  # fmt: skip

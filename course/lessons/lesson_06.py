@@ -18,10 +18,10 @@ from course.toys import accept_tests, show_rounds, slider, slider_panel
 # ---------- the models ----------
 
 
-def load_pair(models, on_gpu, offline_dir, beam=0):
+def load_pair(models, on_gpu, offline_dir):
     """(target, draft, tokenizer, name). models: "auto" = real GPT-2 when its weights can be had
     (downloaded or cached), the offline pair otherwise; "gpt2" = real GPT-2 or an error;
-    "offline" = never use the network. beam: tinygrad's kernel search for the offline pair."""
+    "offline" = never use the network."""
     if models != "offline":
         try:
             tokenizer = tokenizers.gpt2_tokenizer()  # tiktoken's GPT-2 BPE
@@ -34,8 +34,8 @@ def load_pair(models, on_gpu, offline_dir, beam=0):
                 raise
             print("GPT-2's files could not be downloaded (offline?): using the offline pair.")
     target, draft = (
-        checkpoints.load(Path(offline_dir) / "pytarget", beam=beam),
-        checkpoints.load(Path(offline_dir) / "pydraft", beam=beam, buckets=DRAFT_BUCKETS),
+        checkpoints.load(Path(offline_dir) / "pytarget"),
+        checkpoints.load(Path(offline_dir) / "pydraft", buckets=DRAFT_BUCKETS),
     )
     return target, draft, tokenizers.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
 
@@ -303,3 +303,42 @@ def training_summary(offline_dir):
         f"corpus: {corpus['files']} files of Python {corpus['python']}'s standard library, "
         f"{corpus['train_bytes']:,} bytes for training, {corpus['val_bytes']:,} held out"
     )
+
+
+# ---------- the stored benchmark: runtimes and frameworks side by side ----------
+
+
+def runtime_of(run):
+    """The tinygrad runtime a stored benchmark run used (older runs say it in their env only)."""
+    return run.get("tinygrad_runtime") or ("HCQ2" if run["tinygrad_env"].get("HCQ2") else "default")
+
+
+def runtime_table(paths):
+    """Milliseconds per generated token on the offline pair, from stored runs of
+    benchmarks/decode.py: each runtime x framework x method (the target alone, speculative with
+    its best K by median), the median and the range over the run's repetitions. Prints the table
+    and returns its rows (runtime, framework, temperature, method, K, median, lo, hi)."""
+    rows, machines = [], set()
+    for path in paths:
+        run = json.loads(Path(path).read_text())
+        machines.add(f"{run['device']['cores']}-core {run['device']['cpu']}")
+        for t, race in sorted(run["models"]["pair"]["race"].items()):
+            times = race["s_per_token"]
+            for framework in ("tinygrad", "transformers"):
+                if f"{framework} plain" not in times:
+                    continue
+                runtime = runtime_of(run) if framework == "tinygrad" else "PyTorch"
+                ks = [n for n in times if n.startswith(f"{framework} K=")]
+                best = min(ks, key=lambda n: times[n]["median"])
+                for method, name in (("target alone", f"{framework} plain"), ("speculative", best)):
+                    s = times[name]["samples"]
+                    k = int(name.split("=")[1]) if "=" in name else None
+                    ms = [1000 * times[name]["median"], 1000 * min(s), 1000 * max(s)]
+                    rows.append((runtime, framework, float(t), method, k, *ms))
+    rows = sorted(set(rows), key=lambda r: (r[2], r[1], r[0] != "HCQ2", r[3] != "target alone"))
+    print(f"ms per generated token, median (min-max over the repetitions); {', '.join(machines)}")
+    print(f"{'T':>3}  {'framework':12} {'runtime':8} {'method':13} {'K':>2}  {'median':>7}  range")
+    for runtime, framework, t, method, k, med, lo, hi in rows:
+        k, spread = k or "", f"{lo:.2f}-{hi:.2f}"
+        print(f"{t:3g}  {framework:12} {runtime:8} {method:13} {k:>2}  {med:7.2f}  {spread}")
+    return rows

@@ -1,0 +1,172 @@
+"""Which tinygrad runtime the course runs on, and every tinygrad internal it reads, in one place.
+
+Checked against tinygrad 0.14.0, the version requirements.txt pins; `tests/test_runtime.py` fails
+loudly if an upgrade moves any of them. Nothing else in the course reads tinygrad's private names.
+
+**Two CPU runtimes.** tinygrad 0.14 can run a compiled call (`TinyJit`) on a CPU in two ways:
+
+- the default runtime launches the call's kernels one after the other from Python, about 45 us
+  each: a 24-block model's step of 243 small kernels is then mostly launches;
+- HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
+  call's kernels once into a command buffer that worker threads run without Python in between.
+
+Both compute the same logits with the same kernels (the tests check it). The course uses HCQ2 on
+a CPU, the faster: importing `course` before tinygrad sets `HCQ2=1` when tinygrad will run on the
+CPU. `HCQ2=0` in the environment is the way back to the default runtime. Never on a GPU: HCQ2 is
+also read by tinygrad's GPU backends (its AMD backend then imports a module that the pip package
+does not ship), so it is set only where no GPU can be picked: `DEV=CPU`, or Linux with no GPU
+device file.
+"""
+
+import glob
+import os
+import platform
+import sys
+import warnings
+
+TINYGRAD_VERSION = "0.14.0"  # the version these internals were read from
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dri/renderD*")
+
+
+def cpu_only():
+    """True where tinygrad cannot pick anything but its CPU backend (or was told to use it)."""
+    dev = os.environ.get("DEV", "")
+    if dev:
+        return dev.upper().startswith("CPU")
+    gpus = ("CUDA", "NV", "AMD", "METAL", "CL", "QCOM", "WEBGPU")
+    if any(os.environ.get(name, "") not in ("", "0") for name in gpus):  # legacy CUDA=1 and such
+        return False
+    no_gpu_files = not any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES)
+    return platform.system() == "Linux" and no_gpu_files
+
+
+def choose():
+    """Run tinygrad on HCQ2 where it can only use the CPU, unless the environment says (HCQ2=0:
+    the default runtime). tinygrad reads HCQ2 once, when it is imported, so this imports it
+    with HCQ2=1 set, then takes the setting back out of the environment: a process this one
+    starts (a notebook's kernel, a test's subprocess) decides for itself. Called when `course`
+    is imported; too late once tinygrad is."""
+    if "HCQ2" in os.environ or not cpu_only():
+        return
+    if "tinygrad" in sys.modules:
+        warnings.warn(
+            "tinygrad was imported before course, so the course cannot switch it to its faster "
+            "CPU runtime (HCQ2): import course first, or set HCQ2=1 before starting Python",
+            stacklevel=3,
+        )
+        return
+    os.environ["HCQ2"] = "1"
+    try:
+        import tinygrad  # noqa: F401  (reads HCQ2 now, once)
+        from tinygrad.helpers import getenv
+
+        getenv("HCQ2")  # cached from here on, whatever the environment says later
+    finally:
+        del os.environ["HCQ2"]
+
+
+def name():
+    """The runtime tinygrad runs with in this process: "HCQ2" or "default"."""
+    from tinygrad.helpers import getenv  # cached when tinygrad was imported, as tinygrad reads it
+
+    return "HCQ2" if getenv("HCQ2") else "default"
+
+
+# ---------- the internals the course reads ----------
+
+
+def capture_at_once(jit, ready):
+    """Make a TinyJit capture its kernels on its next call instead of its second: its first call
+    would only run the computation uncaptured, seconds for a deep model on a CPU. `ready`: the
+    computation's buffers already exist (a first call would create them)."""
+    jit.cnt = int(ready)  # TinyJit counts calls; it captures at cnt == 1
+
+
+def read_out(t):
+    """A realized tensor's values, copied out of its buffer (the next replay overwrites it). On a
+    CPU in place: `Tensor.numpy()` schedules a copy on every call, a third of a draft step."""
+    import numpy as np
+
+    view = t._buffer().as_memoryview(allow_zero_copy=True)  # a copy on a GPU anyway
+    return np.frombuffer(view, dtype=t.dtype.fmt).reshape(t.shape).copy()
+
+
+def kernels(jit):
+    """The kernels a captured TinyJit launches per call, in order, each with a `.name` (empty
+    before it is captured). The default runtime keeps each as a program (with its launch
+    dimensions), alone or in a GPU graph; HCQ2 keeps a record of each in its command buffer."""
+    from tinygrad.uop.ops import Ops
+
+    def programs(linear):
+        for call in linear.src:
+            fn = call.src[0]
+            if fn.op is Ops.CUSTOM_FUNCTION and fn.arg == "graph":
+                yield from programs(fn.src[0])
+            elif fn.op is Ops.CUSTOM_FUNCTION and fn.arg == "hcq":
+                yield from (kernel.arg for _, kernel, _ in call.arg.aux.kernels)
+            elif fn.op is Ops.PROGRAM:
+                yield fn.arg
+
+    return [] if jit.captured is None else list(programs(jit.captured.linear))
+
+
+# ---------- the course's kernel rule ----------
+
+ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (x86-64: 16 vector registers)
+
+
+def rows_in_registers(k):
+    """The course's rule for a CPU kernel, applied before tinygrad's own heuristics: keep a
+    matmul's few rows in registers (upcast them), so that each weight is read once for all of
+    them, then a few outputs too, so that about ACCUMULATORS independent sums are in flight.
+
+    tinygrad's heuristics compute a kernel over 2 to 9 new tokens one row after the other and so
+    read every weight once per row: a pass over 5 tokens cost 3 steps. Its kernel search (BEAM)
+    finds kernels like these, but takes 20 minutes for the offline pair on 2 cores."""
+    from tinygrad.codegen.opt import Opt, OptOps
+
+    def broadcast(axis):  # some buffer does not depend on this axis: x for the outputs, W for rows
+        return any(k.rngs[axis] not in b.src[1].get_idx().backward_slice for b in k.bufs)
+
+    def sizes():
+        return [(a, k.full_shape[a]) for a in k.upcastable_dims if isinstance(k.full_shape[a], int)]
+
+    rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and broadcast(a)), None)
+    if rows is not None:
+        k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0))  # 0: the whole axis
+    in_flight = rows[1] if rows else 1
+    outputs = next(((a, n) for a, n in reversed(sizes()) if n > 16 and broadcast(a)), None)
+    amount = next((m for m in (8, 4, 2) if in_flight * m <= ACCUMULATORS), None)
+    if outputs is not None and amount is not None and outputs[1] % amount == 0:
+        k.apply_opt(Opt(OptOps.UPCAST, outputs[0], amount))
+    return k
+
+
+def install_kernel_rule():
+    """Put `rows_in_registers` in front of tinygrad's heuristics for CPU kernels with a sum.
+    Kernels compile in this process while `compiling()` holds: tinygrad's worker processes
+    would use its heuristics alone."""
+    from tinygrad.codegen.opt import KernelOptError, heuristic
+
+    hand_coded = heuristic.hand_coded_optimizations
+    if getattr(hand_coded, "course_rule", False):
+        return
+
+    def with_course_rule(k):
+        if k.ren.target.device == "CPU" and k.reduceop is not None:
+            try:
+                k = rows_in_registers(k.copy())
+            except KernelOptError:  # a shape the rule does not fit: tinygrad's alone
+                pass
+        return hand_coded(k)
+
+    with_course_rule.course_rule = True
+    heuristic.hand_coded_optimizations = with_course_rule
+
+
+def compiling(beam=0):
+    """The context a compiled call is built in: kernels compiled in this process (so the
+    course's rule applies), and tinygrad's kernel search if beam > 0."""
+    from tinygrad import Context
+
+    return Context(PARALLEL=0, **({"BEAM": beam} if beam else {}))

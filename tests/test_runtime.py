@@ -1,0 +1,118 @@
+"""course/runtime.py: which CPU runtime tinygrad runs on, the tinygrad internals the course reads
+(checked against the pinned version, so that an upgrade fails here, loudly), and the course's
+kernel rule. Both runtimes are run, each in a process of its own: tinygrad reads HCQ2 once."""
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from course import checkpoints, runtime
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tiny_gpt2"
+UPCAST = "\x1b[33m"  # how tinygrad colours an upcast axis in a kernel's name
+
+
+def python(code, **env):
+    """Run `code` in a fresh Python with `env` on top of this environment (HCQ2 left out)."""
+    base = {k: v for k, v in os.environ.items() if k != "HCQ2"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
+    from tinygrad import Context, Tensor, TinyJit
+    from tinygrad.codegen.opt import Opt, OptOps, heuristic
+    from tinygrad.codegen.opt.postrange import Scheduler
+    from tinygrad.engine import realize
+
+    assert metadata.version("tinygrad") == runtime.TINYGRAD_VERSION, (
+        "tinygrad was upgraded: check every function of course/runtime.py against the new "
+        "version, then change TINYGRAD_VERSION"
+    )
+    jit = TinyJit(lambda: None)
+    assert hasattr(jit, "cnt") and jit.captured is None  # capture_at_once, kernels
+    assert hasattr(Tensor, "_buffer")  # read_out
+    assert callable(heuristic.hand_coded_optimizations)  # install_kernel_rule
+    for name in ("upcastable_dims", "full_shape", "rngs", "bufs", "reduceop", "apply_opt", "copy"):
+        assert hasattr(Scheduler, name), name  # rows_in_registers
+    assert {OptOps.UPCAST} and Opt(OptOps.UPCAST, 0, 4).arg == 4
+    with Context(PARALLEL=0):  # compiling
+        pass
+    assert 'getenv("HCQ2")' in Path(realize.__file__).read_text()  # choose: read at import
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"DEV": "CPU"}, "HCQ2"),  # a CPU, said so: the faster runtime
+        ({"DEV": "CPU", "HCQ2": "0"}, "default"),  # the way back
+        ({"DEV": "NULL"}, "default"),  # not the CPU: never HCQ2
+    ],
+)
+def test_the_runtime_is_hcq2_on_a_cpu_unless_asked_otherwise(env, expected):
+    code = "import os, course\nprint(course.runtime.name(), os.environ.get('HCQ2'))"
+    name, left = python(code, **env).split()
+    assert name == expected
+    assert left == env.get("HCQ2", "None")  # the setting does not leak to child processes
+
+
+def test_importing_tinygrad_first_is_said_not_silent():
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import tinygrad\n"
+        "try:\n    import course\n"
+        "except UserWarning as e:\n    print('warned:', 'import course first' in str(e))"
+    )
+    assert python(code, DEV="CPU") == "warned: True"
+
+
+LOGITS = f"""
+import json, course, numpy as np
+from course import checkpoints, gpt2, runtime
+model = checkpoints.load({str(FIXTURE)!r}, buckets=(1, 5, 16))
+tokens = [int(t) for t in np.random.default_rng(0).integers(0, model.config.vocab_size, 30)]
+model(tokens[:24], 0)
+step = model(tokens[:25], 24)  # one new token against the cache
+verify = model(tokens[:29], 24)  # a pass over 5 new tokens
+np.save(OUT, np.concatenate([step, verify]))
+print(json.dumps({{"runtime": runtime.name(),
+                  "kernels": {{n: len(k) for n, k in gpt2.kernel_counts(model).items()}}}}))
+"""
+
+
+def test_both_runtimes_give_identical_logits_and_count_the_same_kernels(tmp_path):
+    seen = {}
+    for hcq2 in ("1", "0"):
+        out = tmp_path / f"logits{hcq2}.npy"
+        seen[hcq2] = json.loads(python(f"OUT = {str(out)!r}\n" + LOGITS, DEV="CPU", HCQ2=hcq2))
+        seen[hcq2]["logits"] = np.load(out)
+    fast, default = seen["1"], seen["0"]
+    assert (fast["runtime"], default["runtime"]) == ("HCQ2", "default")
+    assert np.array_equal(fast["logits"], default["logits"])  # the same kernels, bit for bit
+    assert fast["kernels"] == default["kernels"] and all(fast["kernels"].values())
+
+
+def test_the_rule_keeps_a_passes_rows_in_registers():
+    model = checkpoints.load(FIXTURE, buckets=(1, 5))
+    model.compile()
+    names = [k.name for k in runtime.kernels(model.compiled[5])]
+    rows_upcast = [n for n in names if f"{UPCAST}5\x1b" in n]
+    # each block's four matmuls (q/k/v, attention out, MLP in, MLP out) read W once for 5 rows
+    assert len(rows_upcast) >= 4 * model.config.n_layer, names
+
+
+def test_the_rule_leaves_kernels_it_does_not_fit_to_tinygrad():
+    from tinygrad import Tensor
+
+    x = Tensor.arange(7 * 3).reshape(7, 3).float()
+    assert x.sum(1).tolist() == [float(3 * i * 3 + 3) for i in range(7)]  # no crash, right sums
