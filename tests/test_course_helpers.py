@@ -159,3 +159,23 @@ def test_a_quiz_is_checked_question_by_question(capsys, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
     assert check_quiz("quiz 99", {1: "b", 2: None, 3: None}, None) is None
     assert "1 of 3 answered" in capsys.readouterr().out
+
+
+def test_outputs_that_vary_are_marked_one_way_with_the_reason():
+    """A cell whose output depends on the clock, the machine or tinygrad's runtime is marked for
+    nbval on its first line, and says why on its second (README, "Stored outputs")."""
+    import json
+
+    varying = ("timing.", "machine_name", "runtime.name", "step_costs", "sliders(")
+    for path in sorted(pathlib.Path("notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            lines = "".join(cell["source"]).splitlines() or [""]
+            marked = lines[0] == "# NBVAL_IGNORE_OUTPUT"
+            if marked:
+                assert len(lines) > 1 and lines[1].startswith(
+                    "# Output varies by machine and run:"
+                ), f"{path.name} cell {i}: say why its output varies on the second line"
+            if any(word in line for line in lines for word in varying):
+                assert marked, f"{path.name} cell {i} prints what varies: mark it for nbval"

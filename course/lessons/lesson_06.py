@@ -69,8 +69,10 @@ def greedy_identity(target, prompt, speculative, plain, tolerance, decode=str):
     i = first_difference(speculative, plain)
     if i is None:
         j = int(np.argmin(gaps / limits))
-        print(f"identical: all {len(plain)} tokens; closest call at new token {j}: top-2 logit gap "
-              f"{gaps[j]:.3g} (near-tie limit {limits[j]:.2g})")  # fmt: skip
+        print(
+            f"identical: all {len(plain)} tokens; every top-2 logit gap at least "
+            f"{at_least(gaps[j])} (near-tie limit: {tolerance:g} of the row's largest logit)"
+        )
         return dict(passed=True, identical=True, at=None, gap=None, limit=None)
     if i == min(len(speculative), len(plain)):  # one output is a prefix of the other
         print(f"one output stops after {i} tokens, the other goes on")
@@ -78,12 +80,20 @@ def greedy_identity(target, prompt, speculative, plain, tolerance, decode=str):
     tied = gaps[i] <= limits[i] and {speculative[i], plain[i]} == {int(t) for t in top2[i]}
     ours, theirs = decode(speculative[i]), decode(plain[i])
     print(f"first difference at new token {i}: speculative {ours!r}, target-only {theirs!r}")
-    print(f"the target's top-2 logit gap there: {gaps[i]:.3g} (near-tie limit {limits[i]:.2g})")
+    gap = f"at least {at_least(gaps[i])}" if gaps[i] > limits[i] else "within the near-tie limit"
+    print(f"the target's top-2 logit gap there: {gap}")
     print("a near-tie flipped by rounding: both are the target's greedy text" if tied
           else "not a near-tie: a wrong token")  # fmt: skip
     return dict(
         passed=bool(tied), identical=False, at=i, gap=float(gaps[i]), limit=float(limits[i])
     )
+
+
+def at_least(x):
+    """A lower bound on x > 0, to one significant digit, that last-bit rounding cannot move: the
+    stored outputs then read the same on every machine (0.0437 -> "0.04", 0.5 -> "0.4")."""
+    digits = -int(np.floor(np.log10(0.99 * x)))
+    return f"{np.floor(0.99 * x * 10**digits) / 10**digits:.{max(digits, 0)}f}"
 
 
 class KeepsFirstDraft:
