@@ -153,7 +153,9 @@ class Tinygrad:
 
     def __init__(self, case, beam=0):
         self.case, self.prompt = case, case.prompt
-        self.target = checkpoints.load(case.target, beam=beam)
+        # a compiled call for each pass timed (K + 1 new tokens), one token, and prompts
+        buckets = tuple(sorted({1, 2, 16} | {k + 1 for k in case.ks}))
+        self.target = checkpoints.load(case.target, beam=beam, buckets=buckets)
         self.draft = checkpoints.load(case.draft, beam=beam, buckets=speedup.DRAFT_BUCKETS)
         self.layers = self.target.config.n_layer
 
