@@ -16,6 +16,7 @@ import numpy as np
 from tinygrad import Tensor
 from tinygrad.nn.state import safe_load, safe_save
 
+from course import runtime
 from course.gpt2 import GPT2, Config, padded_vocab, weights
 
 NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2")
@@ -138,9 +139,7 @@ def read_safetensors(path):
 
 def cache_dir():
     """Where downloads are kept: tinygrad's cache folder (~/.cache/tinygrad/downloads)."""
-    from tinygrad.helpers import _ensure_downloads_dir
-
-    return _ensure_downloads_dir()
+    return runtime.downloads_dir()
 
 
 def fetch(url, path):

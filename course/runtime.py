@@ -91,6 +91,13 @@ def read_out(t):
     return np.frombuffer(view, dtype=t.dtype.fmt).reshape(t.shape).copy()
 
 
+def downloads_dir():
+    """tinygrad's folder for downloaded files (~/.cache/tinygrad/downloads), made if missing."""
+    from tinygrad.helpers import _ensure_downloads_dir
+
+    return _ensure_downloads_dir()
+
+
 def kernels(jit):
     """The kernels a captured TinyJit launches per call, in order, each with a `.name` (empty
     before it is captured). The default runtime keeps each as a program (with its launch

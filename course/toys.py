@@ -1,18 +1,14 @@
-"""Toy models and display helpers that the notebooks share.
+"""Toy models, the metrics of a generation, and the hardware numbers that the notebooks share.
 
 None of this is part of specmini's 100 lines: these are the props of the course, not the
 algorithm. Every model here follows specmini's protocol `model(tokens, start) -> logits`.
 """
 
-import html
 import string
 
-import ipywidgets as widgets
 import numpy as np
-from IPython.display import HTML
 
 import specmini
-from course.exercises.grading import autograding
 
 VOCAB = ["A", "B", "C"]
 TARGET_ABC = np.array([0.6, 0.3, 0.1])  # the running example of notebooks 01-03
@@ -115,23 +111,6 @@ def letter(token):
     return string.ascii_uppercase[token] if token < 26 else str(token)
 
 
-def show_rounds(generation, decode=letter):
-    """Colour each token by how it was made; a dark bar closes each target call."""
-    spans, kinds = [], token_kinds(generation)
-    for token, kind in zip(generation.tokens, kinds, strict=True):
-        text = html.escape(decode(token)).replace("\n", "↵")
-        style = "padding:1px 3px;margin:1px;font-family:monospace;display:inline-block"
-        style += f";background:{COLOURS[kind]}"
-        spans.append(f'<span class="tok-{kind}" title="{kind}" style="{style}">{text}</span>')
-        if kind != "accepted":
-            spans.append('<span style="border-left:2px solid #555;margin:0 2px"></span>')
-    shown = [k for k in COLOURS if k != "plain" or k in kinds]  # "plain" only where it occurs
-    legend = " ".join(
-        f'<span style="background:{COLOURS[k]};padding:1px 6px">{k}</span>' for k in shown
-    )
-    return HTML(f'<div style="line-height:2">{"".join(spans)}</div><div>{legend}</div>')
-
-
 def check(condition, message):
     """Assert `condition` and say so: every claim in the course ends in a visible check."""
     if not condition:
@@ -158,22 +137,3 @@ def measure(target, draft, k, temperature, tokens=1200, seed=0):
         "tokens_per_call": len(g.tokens) / target.calls,
         "mean_alpha": mean_alpha,
     }
-
-
-def slider(description, value, low, high, step=None):
-    """A slider that acts on release: whole numbers without a step, else floats by `step`."""
-    kind, extra = (widgets.IntSlider, {}) if step is None else (widgets.FloatSlider, {"step": step})
-    return kind(value=value, min=low, max=high, description=description, **extra,
-                continuous_update=False, style={"description_width": "initial"})  # fmt: skip
-
-
-def slider_panel(fn, controls):
-    """The sliders (wrapping onto a second row if need be) above the live output of fn.
-
-    Under nbgrader's autograder fn runs once, at the sliders' values, and no widget is built:
-    there a live widget output now and then stalls the kernel until the cell times out."""
-    if autograding():
-        fn(**{name: w.value for name, w in controls.items()})
-        return HTML("<i>The sliders are live when you run this notebook in JupyterLab.</i>")
-    row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
-    return widgets.VBox([row, widgets.interactive_output(fn, controls)])

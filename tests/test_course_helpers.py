@@ -2,14 +2,15 @@
 the check runner in exercises/grading.py, exact enumeration in exact.py, timing in timing.py,
 the cache's common prefix in gpt2.py. A second copy drifts; these tests fail when one comes
 back. And notebooks/ holds notebooks only, no file edits sys.path, and the colours of
-toys.show_rounds: a plain round is not a bonus."""
+display.show_rounds: a plain round is not a bonus."""
 
 import ast
 import pathlib
 import re
 
 import specmini
-from course.toys import bigram_pair, show_rounds, token_kinds
+from course.display import show_rounds
+from course.toys import bigram_pair, token_kinds
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # every module of the course's package, the benchmark and the tests
@@ -179,3 +180,21 @@ def test_outputs_that_vary_are_marked_one_way_with_the_reason():
                 ), f"{path.name} cell {i}: say why its output varies on the second line"
             if any(word in line for line in lines for word in varying):
                 assert marked, f"{path.name} cell {i} prints what varies: mark it for nbval"
+
+
+def test_the_model_the_metrics_and_the_benchmark_load_no_widget_and_no_grader():
+    """Only course.display (and the lessons that show things) import IPython and ipywidgets; the
+    model, its files, the metrics and the benchmark load neither, nor the exercises' grader."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import course.gpt2, course.checkpoints, course.speedup, course.toys, course.timing\n"
+        "import benchmarks.decode\n"
+        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'IPython', 'ipywidgets'})\n"
+        "bad += sorted(m for m in sys.modules if m.startswith('course.exercises'))\n"
+        "print(bad)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -42,6 +42,8 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     jit = TinyJit(lambda: None)
     assert hasattr(jit, "cnt") and jit.captured is None  # capture_at_once, kernels
     assert hasattr(Tensor, "_buffer")  # read_out
+    from tinygrad.helpers import _ensure_downloads_dir  # noqa: F401  downloads_dir
+
     assert callable(heuristic.hand_coded_optimizations)  # install_kernel_rule
     for name in ("upcastable_dims", "full_shape", "rngs", "bufs", "reduceop", "apply_opt", "copy"):
         assert hasattr(Scheduler, name), name  # rows_in_registers

@@ -12,6 +12,7 @@ import numpy as np
 from IPython.display import HTML, display
 
 import specmini
+from course.display import show_rounds
 from course.figures import save
 from course.speedup import refined_speedup  # noqa: F401  (the notebook calls it from here)
 from course.toys import (
@@ -20,7 +21,6 @@ from course.toys import (
     bigram_pair,
     constant_model,
     measure,
-    show_rounds,
     total_variation,
 )
 from specmini.decode import next_probs

@@ -12,8 +12,9 @@ from IPython.display import display
 
 import specmini
 from course import checkpoints, tokenizers
+from course.display import show_rounds, slider, slider_panel
 from course.speedup import DRAFT_BUCKETS
-from course.toys import accept_tests, show_rounds, slider, slider_panel
+from course.toys import accept_tests
 
 # ---------- the models ----------
 
