@@ -51,7 +51,7 @@ QUIZ_PENDING = set()
 
 # What autograding costs. nbgrader executes each submitted notebook top to bottom, so every
 # submission costs the notebook's full run (COST, in seconds: one run each, measured on the
-# 2-core AMD EPYC, 06 and 07 on the 2-core Intel Xeon, `jupyter nbconvert --execute`). To stay
+# 2-core AMD EPYC, `jupyter nbconvert --execute`; 06 and 07 on tinygrad's HCQ2 runtime). To stay
 # within a few minutes:
 # - full marks are checked on every notebook: the course's solutions must pass their graded
 #   checks in the student edition too, where the self-study cells are gone, from nbgrader's
@@ -63,7 +63,7 @@ QUIZ_PENDING = set()
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 229, "07": 119}
+COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 140, "07": 93}
 LIGHT_S = 16
 # The longest cell takes about 65 s (notebook 06's race, tinygrad's cache warm); the configuration
 # allows 300 s for slower machines. Here a cell gets 120 s: under nbgrader the cell after a
