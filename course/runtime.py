@@ -5,8 +5,9 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 
 **Two CPU runtimes.** tinygrad 0.14 can run a compiled call (`TinyJit`) on a CPU in two ways:
 
-- the default runtime launches the call's kernels one after the other from Python, about 45 us
-  each: a 24-block model's step of 243 small kernels is then mostly launches;
+- the default runtime launches the call's kernels one after the other from Python, tens of
+  microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
+  time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 
@@ -128,8 +129,10 @@ def rows_in_registers(k):
     them, then a few outputs too, so that about ACCUMULATORS independent sums are in flight.
 
     tinygrad's heuristics compute a kernel over 2 to 9 new tokens one row after the other and so
-    read every weight once per row: a pass over 5 tokens cost 3 steps. Its kernel search (BEAM)
-    finds kernels like these, but takes 20 minutes for the offline pair on 2 cores."""
+    read every weight once per row: a pass over 5 tokens cost about 3 steps (3.2, measured
+    during development with HCQ2 on the 2-core AMD EPYC, not stored). Its kernel search (BEAM)
+    finds kernels like these, but took 9 (2-core Intel Xeon) to 21 minutes (2-core AMD EPYC) for
+    the offline pair."""
     from tinygrad.codegen.opt import Opt, OptOps
 
     def broadcast(axis):  # some buffer does not depend on this axis: x for the outputs, W for rows

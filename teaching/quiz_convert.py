@@ -59,17 +59,20 @@ def old_answers(source):
 QUIZ_PROMPT = (
     "Work each answer out from this notebook, by hand or in a scratch cell, then write it in the"
     ' cell below: the letter of an option (`"b"`; `"(b)"`, `"b)"` and `"B"` count too), or a'
-    " number, compared to 2 decimals (`0.25`: a decimal point, no unit, no % sign). The next cell"
-    " checks your answers one by one; it knows only their hashes."
+    " number rounded to 2 decimals (`0.25`, or `5` for a whole number; a decimal point, not a"
+    " comma; no unit, no % sign). The next cell checks your answers one by one; it knows only"
+    " their hashes."
 )
 
 
 def answer_source(questions):
     blanks = ", ".join(f"{q}: None" for q in questions)
     return (
-        '# Your answers: the letter of an option ("b") or a number (0.25: no unit, no %),'
-        " compared\n"
-        "# to 2 decimals; None: not answered yet. The next cell checks them one by one.\n"
+        '# Your answers: the letter of an option ("b") or a number rounded to 2 decimals (0.25,'
+        " or 5\n"
+        "# for a whole number; a decimal point, not a comma; no unit, no %); None: not answered"
+        " yet.\n"
+        "# The next cell checks them one by one.\n"
         f"quiz = {{{blanks}}}"
     )
 

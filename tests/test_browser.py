@@ -42,9 +42,10 @@ CHROMIUM_FLAGS = [
 NO_CHROMIUM = "no Chromium found: install it (Debian/Ubuntu: sudo apt-get install chromium)"
 NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements.txt"
 
-# Notebook 06 takes nearly four minutes top to bottom on a 2-core CPU (its 24-block target compiles
-# ten calls and races), while its sliders are built by the same `slider_panel` as 05's and nbval
-# runs its live view: its browser run comes with the screenshots, or SPECMINI_BROWSER_ALL=1.
+# Notebook 06 takes about two and a half minutes top to bottom on a 2-core CPU (its 24-block
+# target compiles seven calls and races), while its sliders are built by the same `slider_panel`
+# as 05's and nbval runs its live view: its browser run comes with the screenshots, or
+# SPECMINI_BROWSER_ALL=1.
 RUN_SLOW = SAVE_SCREENSHOTS or os.environ.get("SPECMINI_BROWSER_ALL", "") == "1"
 SLOW = pytest.mark.skipif(not RUN_SLOW, reason="notebook 06 in the browser: SPECMINI_BROWSER_ALL=1")
 # Each notebook, the sliders a learner moves (by their description), and the screenshot to save.
