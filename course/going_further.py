@@ -344,7 +344,7 @@ def run_time(g, t_draft, t_verify):
 
 class SpeculationCache:
     """SSD's proposer (Kumar, Dao and May 2026). While the target verifies a round, the draft
-    prepares the next one for the outcomes it finds likely: a outcome is how many drafts pass
+    prepares the next one for the outcomes it finds likely: an outcome is how many drafts pass
     (a = 0 .. K) and the target's token after them. For each a it guesses the draft's `fanout[a]`
     most likely tokens there (for a < K, leaving out the draft that would have been rejected)
     and drafts K tokens after each guess. If the real outcome is in the cache (a hit), the next

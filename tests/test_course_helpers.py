@@ -57,6 +57,10 @@ def test_each_shared_algorithm_has_one_home():
     assert homes(lambda n: n in ("common_prefix", "Bucketed")) == ["gpt2.py"]
     assert homes(lambda n: n in ("n_params", "parameter_count")) == ["checkpoints.py"]
     assert homes(lambda n: n == "accept_tests") == ["toys.py"]
+    # tinygrad's internals, and what imports IPython and ipywidgets
+    internals = ("read_out", "kernels", "capture_at_once", "downloads_dir", "compiling")
+    assert homes(lambda n: n in internals) == ["runtime.py"]
+    assert homes(lambda n: n in ("show_rounds", "slider_panel")) == ["display.py"]
     counting = "sum(r.ended_with == " + '"correction"'  # accept tests run: counted once
     assert [p.name for p in MODULES if counting in p.read_text()] == ["toys.py"]
     loop = "kept " + "+= 1"  # the longest common prefix of the cache and a text, counted

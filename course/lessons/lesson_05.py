@@ -3,10 +3,6 @@ the live rounds behind the sliders, and the lossy U[0, b] round. The notebook sh
 the pictures. Its plot helpers return their figure; the live views (live_rounds, lossy_rounds)
 show theirs, as they run inside a slider's output. No exercise solution lives here."""
 
-import ast
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import HTML, display
@@ -78,26 +74,6 @@ def plot_verification_cost(alpha, c, slopes, path=None):
     if path is not None:
         save(fig, path)
     return fig
-
-
-def numbers_in_notebook(path, names):
-    """The numbers that a notebook's code cells assign to `names` (e.g. notebook 01's H100)."""
-    found = {}
-    for cell in json.loads(Path(path).read_text())["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        try:
-            tree = ast.parse("".join(cell["source"]))
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id in names:
-                    found[node.targets[0].id] = ast.literal_eval(node.value)
-    missing = set(names) - set(found)
-    if missing:
-        raise LookupError(f"{path} no longer assigns {sorted(missing)}")
-    return found
 
 
 def kv_bytes_per_token(n_layer, n_embd, bytes_per_value=2):

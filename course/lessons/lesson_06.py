@@ -269,9 +269,6 @@ def text_acceptance(target, draft, texts, encode, k):
     return rows
 
 
-# ---------- timings ----------
-
-
 # ---------- the live view ----------
 
 
