@@ -59,8 +59,9 @@ class Config:
     @property
     def parameters(self):
         """The weights of a GPT-2 of this shape, as its files count them (toys.gpt2_parameters)."""
-        return gpt2_parameters(self.n_layer, self.n_embd, self.vocab_size, self.n_positions,
-                               self.n_inner)  # fmt: skip
+        return gpt2_parameters(
+            self.n_layer, self.n_embd, self.vocab_size, self.n_positions, self.n_inner
+        )
 
 
 class Linear:
@@ -285,7 +286,10 @@ class GPT2:
         Tensor.realize(*[t for n in norms for t in n.fold()])
         self.folded = True
 
-    max_context = property(lambda self: self.config.n_positions)  # prompt + new tokens must fit
+    @property
+    def max_context(self):
+        """How many tokens a call may hold: prompt + new tokens must fit (specmini checks it)."""
+        return self.config.n_positions
 
     def reset(self):  # forget the cache (its buffers stay allocated and are overwritten)
         self.cached = []
@@ -329,5 +333,8 @@ def weights(model):
 def kernel_counts(model):
     """Kernels each compiled call launches, by its count of new tokens. A GPU pays a launch per
     kernel, so this count, not the bytes, sets a small model's step time."""
-    return {n: runtime.kernels(jit) for n, jit in sorted(model.compiled.items())
-            if jit.captured is not None}  # fmt: skip
+    return {
+        n: runtime.kernels(jit)
+        for n, jit in sorted(model.compiled.items())
+        if jit.captured is not None
+    }

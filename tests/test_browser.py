@@ -40,7 +40,7 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 NO_CHROMIUM = "no Chromium found: install it (Debian/Ubuntu: sudo apt-get install chromium)"
-NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements.txt"
+NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements-test.txt"
 
 # Notebook 06 takes about two and a half minutes top to bottom on a 2-core CPU (its 24-block
 # target compiles seven calls and races), while its sliders are built by the same `slider_panel`
