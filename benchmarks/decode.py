@@ -44,7 +44,7 @@ import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinyg
 import numpy as np
 from tinygrad import Device, Tensor
 from tinygrad.helpers import NUM_CPU_THREADS, GlobalCounters
-from tinygrad.nn.state import safe_load, safe_save
+from tinygrad.nn.state import safe_load
 
 import specmini
 from course import checkpoints, corpus, gpt2, runtime, speedup, timing
@@ -102,7 +102,8 @@ def random_pair(shape, directory):
     """
     target, draft = directory / "target", directory / "draft"
     checkpoints.save(gpt2.GPT2(gpt2.Config(**SHAPES[shape])), target)
-    state = {k: v.numpy() for k, v in safe_load(str(target / "model.safetensors")).items()}
+    loaded = safe_load(str(target / "model.safetensors"))
+    state = {k: v.to(Device.DEFAULT).numpy() for k, v in loaded.items()}  # no CPU compiler needed
     for key, value in state.items():
         if layer_of(key) >= DRAFT_LAYERS and key.endswith("c_proj.weight"):
             value *= QUIET
@@ -121,8 +122,7 @@ def layer_of(key):
 
 
 def write_weights(state, directory):
-    tensors = {k: Tensor(v) for k, v in state.items()}
-    safe_save(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    checkpoints.write_safetensors(state, directory / "model.safetensors", {"format": "pt"})
 
 
 def make_case(name, scratch, reps, new_tokens, prompt_len=PROMPT_LEN):
@@ -216,7 +216,8 @@ def launches(call):
 
 
 class Transformers:
-    """The peer: GPT2LMHeadModel on the same directory, float32, eval, no grad."""
+    """The peer: GPT2LMHeadModel on the same directory, float32, eval, no grad; on the GPU when
+    tinygrad runs on one (CUDA), else on the CPU."""
 
     name = "transformers"
 
@@ -229,16 +230,19 @@ class Transformers:
         transformers.logging.disable_progress_bar()
         torch.set_grad_enabled(False)
         self.torch, self.case, self.prompt = torch, case, case.prompt
+        on_gpu = Device.DEFAULT in ("CUDA", "NV") and torch.cuda.is_available()
+        self.device = torch.device("cuda" if on_gpu else "cpu")
         self.generation_config = GenerationConfig
 
         def load(d):
             # no end-of-text token (the byte-level pair has no 50256): every run makes exactly
             # n tokens, as specmini does
             kw = {"bos_token_id": None, "eos_token_id": None}
-            return GPT2LMHeadModel.from_pretrained(d, dtype=torch.float32, **kw).eval()
+            model = GPT2LMHeadModel.from_pretrained(d, dtype=torch.float32, **kw)
+            return model.to(self.device).eval()
 
         self.target, self.draft = load(case.target), load(case.draft)
-        self.ids = torch.tensor([case.prompt])
+        self.ids = self.tensor([case.prompt])
         # the warm cache for step and verify: prompt[:-1], cropped back after every call
         self.cache = DynamicCache(config=self.target.config)
         self.target(self.ids[:, :-1], past_key_values=self.cache, use_cache=True)
@@ -251,12 +255,15 @@ class Transformers:
             **(sampling if temperature > 0 else dict(do_sample=False)),
         )  # fmt: skip
 
+    def tensor(self, ids):
+        return self.torch.tensor(ids, device=self.device)
+
     def draft_step(self):
         pass  # not timed: c is tinygrad's
 
     def generate(self, prompt, n, temperature, seed, assistant=None):
         self.torch.manual_seed(seed)
-        ids = self.torch.tensor([prompt])
+        ids = self.tensor([prompt])
         config = self.config(n, temperature)
         out = self.target.generate(ids, generation_config=config, assistant_model=assistant)
         return Made(out[0, len(prompt) :].tolist())
@@ -281,13 +288,13 @@ class Transformers:
     def forward(self, ids):
         out = self.target(ids, past_key_values=self.cache, use_cache=True).logits
         self.cache.crop(-ids.shape[1])  # transformers 5: a negative count of tokens to drop
-        return out.cpu()
+        return out.cpu()  # waits for the GPU, as tinygrad's read of the logits does
 
     def step(self):
         self.forward(self.ids[:, -1:])
 
     def verify(self, k):
-        self.forward(self.torch.tensor([self.prompt[-1:] + self.prompt[:k]]))
+        self.forward(self.tensor([self.prompt[-1:] + self.prompt[:k]]))
 
     def greedy(self, n):
         out = self.target.generate(self.ids, generation_config=self.config(n))
@@ -774,6 +781,7 @@ def main(argv=None):
 
         torch.set_num_threads(args.torch_threads or threads)
         result["threads"]["torch"] = torch.get_num_threads()
+        result["torch_device"] = "cuda" if info["gpu"] and torch.cuda.is_available() else "cpu"
     result["bandwidth"] = bandwidth(args.fast)
     result["models"] = {}
     with tempfile.TemporaryDirectory(prefix="specmini-bench-") as scratch:

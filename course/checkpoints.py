@@ -14,7 +14,7 @@ from dataclasses import fields
 
 import numpy as np
 from tinygrad import Tensor
-from tinygrad.nn.state import safe_load, safe_save
+from tinygrad.nn.state import safe_load
 
 from course import runtime
 from course.gpt2 import GPT2, Config, padded_vocab, weights
@@ -110,8 +110,32 @@ def save(model, directory, extra_config=None):
         **(extra_config or {}),
     }
     (directory / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    tensors = {k: v.float().contiguous() for k, v in hf_state_dict(model).items()}
-    safe_save(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    arrays = {k: v.float().numpy() for k, v in hf_state_dict(model).items()}
+    write_safetensors(arrays, directory / "model.safetensors", metadata={"format": "pt"})
+
+
+SAFETENSORS_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+
+
+def write_safetensors(arrays, path, metadata=None):
+    """numpy arrays to a safetensors file: an 8-byte header length, a JSON header, the bytes.
+
+    Written with numpy, not tinygrad's safe_save: tinygrad copies to a file through its CPU
+    device, which needs clang, and a GPU machine may have none."""
+    header, offset = {"__metadata__": metadata} if metadata else {}, 0
+    for name, a in arrays.items():
+        header[name] = {
+            "dtype": SAFETENSORS_DTYPES[a.dtype],
+            "shape": list(a.shape),
+            "data_offsets": [offset, offset + a.nbytes],
+        }
+        offset += a.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the spec's alignment: the data starts on 8 bytes
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text)
+        for a in arrays.values():
+            f.write(np.ascontiguousarray(a).tobytes())
 
 
 def read_safetensors(path):
