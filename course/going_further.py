@@ -18,7 +18,7 @@ import numpy as np
 import specmini
 from course import checkpoints, gpt2
 from course.exact import Script, enumerate_outcomes
-from course.toys import TableModel, acceptance, total_variation
+from course.toys import TableModel, pass_rate, total_variation
 from specmini.decode import next_probs
 
 # ---------- randomness ----------
@@ -112,9 +112,9 @@ def model_drafts(draft):
 
 
 def summary(g):
-    """Acceptance (accept tests passed / run), tokens per target call, target calls."""
+    """The pass rate (accept tests passed / run), tokens per target call, target calls."""
     return {
-        "acceptance": acceptance(g),
+        "pass_rate": pass_rate(g),
         "per_call": len(g.tokens) / len(g.rounds),
         "calls": len(g.rounds),
         "drafted": sum(r.drafted for r in g.rounds),

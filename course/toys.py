@@ -91,10 +91,16 @@ def accept_tests(generation):
     return passed, passed + sum(r.ended_with == "correction" for r in generation.rounds)
 
 
-def acceptance(generation):
-    """The acceptance rate as the course measures it: the share of accept tests passed."""
-    passed, run = accept_tests(generation)
-    return passed / max(run, 1)
+def pass_rate(generations):
+    """The share of accept tests passed, over one Generation or several: what a run measures.
+
+    Not alpha itself: alpha (specmini.acceptance_rate) is computed from the two models'
+    distributions; the pass rate estimates it at the positions where accept tests ran."""
+    generations = [generations] if isinstance(generations, specmini.Generation) else generations
+    passed, run = map(sum, zip(*(accept_tests(g) for g in generations), strict=True))
+    if run == 0:
+        raise ValueError("no accept test ran (no drafts were tested): the pass rate is undefined")
+    return passed / run
 
 
 def token_kinds(generation):
@@ -125,15 +131,15 @@ def context_alphas(target, draft, temperature):
 
 
 def measure(target, draft, k, temperature, tokens=1200, seed=0):
-    """Run `tokens` of speculative decoding on a bigram pair: acceptance rate, tokens per target
-    call, and the models' alpha averaged over the contexts the run visited."""
+    """Run `tokens` of speculative decoding on a bigram pair: the pass rate of its accept tests,
+    tokens per target call, and the models' alpha averaged over the contexts the run visited."""
     target.calls = draft.calls = 0
     g = specmini.generate(target, draft, [0], tokens, k=k, temperature=temperature, seed=seed)
     contexts = ([0] + g.tokens)[:-1]
     mean_alpha = float(np.clip(context_alphas(target, draft, temperature)[contexts].mean(), 0, 1))
     mean_alpha = 1.0 if mean_alpha > 1 - 1e-12 else mean_alpha  # float noise of sum(min(t, t))
     return {
-        "acceptance": acceptance(g),
+        "pass_rate": pass_rate(g),
         "tokens_per_call": len(g.tokens) / target.calls,
         "mean_alpha": mean_alpha,
     }

@@ -83,9 +83,9 @@ def kv_bytes_per_token(n_layer, n_embd, bytes_per_value=2):
 
 def live_rounds(K, temperature, quality, c):
     """48 tokens of a bigram pair of that quality, coloured by round; then 1,200 tokens measured:
-    the acceptance rate, tokens per target call, and the speed-up at an ASSUMED cost ratio c,
-    predicted from the models' mean alpha and computed from the measured tokens per call. The
-    plot marks where (alpha, K, c) sits on the predicted speed-up-against-K curve."""
+    the pass rate of the accept tests, tokens per target call, and the speed-up at an ASSUMED
+    cost ratio c, predicted from the models' mean alpha and computed from the measured tokens
+    per call. The plot marks where (alpha, K, c) sits on the predicted speed-up-against-K curve."""
     target, draft = bigram_pair(vocab_size=6, quality=quality, seed=0)
     g = specmini.generate(target, draft, [0], 48, k=K, temperature=temperature, seed=1)
     display(show_rounds(g))
@@ -95,7 +95,7 @@ def live_rounds(K, temperature, quality, c):
     from_measured = specmini.speedup_from_tokens(m["tokens_per_call"], K, c)
     expected = specmini.expected_tokens(alpha, K)
     print(f"K = {K}, temperature = {temperature:.2f}, draft quality = {quality:.2f}, c = {c:.2f}")
-    print(f"acceptance rate: {m['acceptance']:.4f} measured, models' mean alpha {alpha:.4f}")
+    print(f"accept tests passed: {m['pass_rate']:.4f} measured, models' mean alpha {alpha:.4f}")
     print(f"tokens per target call: {m['tokens_per_call']:.4f} measured, {expected:.4f} predicted")
     print(
         f"speed-up at assumed c = {c:.2f}: {from_measured:.2f} from measured tokens per call, "

@@ -14,7 +14,7 @@ import specmini
 from course import checkpoints, tokenizers
 from course.display import show_rounds, slider, slider_panel
 from course.speedup import DRAFT_BUCKETS
-from course.toys import accept_tests
+from course.toys import accept_tests, pass_rate
 
 # ---------- the models ----------
 
@@ -119,9 +119,9 @@ class KeepsFirstDraft:
 # ---------- acceptance ----------
 
 
-def acceptance(target, draft, prompt, temperature, new_tokens, k, seed=0):
-    """Generate speculatively; measure the accept tests that passed, and alpha computed from both
-    models' full distributions at every position of the generated text."""
+def pass_rate_and_alpha(target, draft, prompt, temperature, new_tokens, k, seed=0):
+    """Generate speculatively; measure the pass rate of its accept tests, and alpha computed from
+    both models' full distributions at every position of the generated text."""
     g = specmini.generate(
         target, draft, prompt, new_tokens, k=k, temperature=temperature, seed=seed
     )
@@ -134,7 +134,7 @@ def acceptance(target, draft, prompt, temperature, new_tokens, k, seed=0):
         generation=g,
         passed=passed,
         tests=tests,
-        rate=passed / tests,
+        pass_rate=pass_rate(g),
         alpha=float(specmini.acceptance_rate(t, d).mean()),
         per_call=len(g.tokens) / len(g.rounds),
     )
@@ -228,20 +228,15 @@ def gain_interval(better, worse, level=0.95, block=32, resamples=2000, seed=0):
 
 def from_prompts_in(target, draft, tokens, k, new_tokens=16, prompt_len=64, temperature=1.0):
     """Speculative sampling from prompts cut out of `tokens` (the `prompt_len` tokens before each
-    multiple of prompt_len): accept tests passed and run, tokens and target calls."""
-    passed = tests = made = calls = 0
+    multiple of prompt_len): the pass rate of their accept tests, tokens per target call."""
     ends = range(prompt_len, len(tokens) - new_tokens + 1, prompt_len)
-    for end in ends:
-        g = specmini.generate(target, draft, tokens[end - prompt_len : end], new_tokens, k=k,
-                              temperature=temperature, seed=end)  # fmt: skip
-        p, t = accept_tests(g)
-        passed, tests, made, calls = (
-            passed + p,
-            tests + t,
-            made + len(g.tokens),
-            calls + len(g.rounds),
-        )
-    return dict(rate=passed / tests, per_call=made / calls, prompts=len(ends))
+    runs = [
+        specmini.generate(target, draft, tokens[end - prompt_len : end], new_tokens, k=k,
+                          temperature=temperature, seed=end)
+        for end in ends
+    ]  # fmt: skip
+    per_call = sum(len(g.tokens) for g in runs) / sum(len(g.rounds) for g in runs)
+    return dict(pass_rate=pass_rate(runs), per_call=per_call, prompts=len(ends))
 
 
 def text_acceptance(target, draft, texts, encode, k):
@@ -264,7 +259,7 @@ def text_acceptance(target, draft, texts, encode, k):
     print(" " * 6 + head)
     for name, r in rows.items():
         measured = f"{r['alpha']:9.3f}  {r['alpha_greedy']:9.3f}  {r['expected']:9.2f}"
-        sampled = f"{r['rate']:17.3f}  {r['per_call']:11.2f}"
+        sampled = f"{r['pass_rate']:17.3f}  {r['per_call']:11.2f}"
         print(f"{name:6}{r['tokens']:5}  {r['loss']:11.3f}  {measured} | {sampled}")
     return rows
 
