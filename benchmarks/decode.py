@@ -29,7 +29,6 @@ import os
 import pathlib
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,8 +47,8 @@ from tinygrad.nn.state import safe_load
 
 import specmini
 from course import checkpoints, corpus, gpt2, runtime, speedup, timing
-from course.timing import cpu_model, seconds
-from course.toys import accept_tests
+from course.timing import cpu_model, min_median, seconds
+from course.toys import accept_tests, first_difference
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -335,10 +334,6 @@ def repeats_for(call):
     return max(1, min(20, round(SAMPLE_S / seconds(call))))
 
 
-def summary(samples):
-    return {"min": min(samples), "median": statistics.median(samples), "samples": samples}
-
-
 def warm_up(peer, case, k, ks):
     """The cold calls: tinygrad captures and compiles its JIT graphs here (compile_s)."""
     start = time.perf_counter()
@@ -460,15 +455,8 @@ def compare_tokens(runs):
     reference = runs[0]["tokens"]
     bad = []
     for run in runs:
-        if run["tokens"] != reference:
-            same = next(
-                (
-                    i
-                    for i, (a, b) in enumerate(zip(run["tokens"], reference, strict=False))
-                    if a != b
-                ),
-                min(len(run["tokens"]), len(reference)),
-            )
+        same = first_difference(run["tokens"], reference)
+        if same is not None:
             bad.append({k: run[k] for k in ("framework", "mode", "rep")} | {"first_diff": same})
     return reference, bad
 
@@ -582,19 +570,19 @@ def model_report(case, peers, k, cold, repeat, times, tokens, spec_stats, floor_
     }
     for p in peers:
         t = times[p.name]
-        step = summary([s * 1e3 for s in t["step"]])
+        step = min_median([s * 1e3 for s in t["step"]])
         r = {**cold[p.name], "calls_per_sample": repeat[p.name], "step_ms": step}
         r["step_over_floor"] = step["median"] / floor_ms
         if p.name == "tinygrad":
-            r["draft_step_ms"] = summary([s * 1e3 for s in t["draft_step"]])
+            r["draft_step_ms"] = min_median([s * 1e3 for s in t["draft_step"]])
         r["verify"] = {}
         for kk in case.ks:
-            v = summary([s * 1e3 for s in t[f"verify{kk}"]])
+            v = min_median([s * 1e3 for s in t[f"verify{kk}"]])
             v["ratio_median"] = v["median"] / step["median"]
             v["ratio_min"] = v["min"] / step["min"]
             r["verify"][kk] = v
         for mode in ("greedy", "speculative"):
-            s = summary(t[mode])
+            s = min_median(t[mode])
             r[mode] = {
                 "seconds": s,
                 "tokens_per_s_best": case.new_tokens / s["min"],
