@@ -1,5 +1,5 @@
 """Speed-up, predicted and measured: notebook 05's refined formula, choosing K from measured
-costs, and the timers that measure a pair (notebooks 06 and 07, `benchmarks/decode.py`).
+costs, and the timers that measure a pair (notebooks 06 and 07, the benchmark in `benchmarks/`).
 
 Every timing here is wall time on whatever else the machine is doing, so the things compared take
 turns inside every repetition, and the report keeps both the fastest and the median.
