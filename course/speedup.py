@@ -1,15 +1,12 @@
 """Speed-up, predicted and measured: notebook 05's refined formula, choosing K from measured
-costs, and the timers that measure a pair (notebooks 06 and 07, `benchmarks/decode.py`).
+costs, and the timers that measure a pair (notebooks 06 and 07, the benchmark in `benchmarks/`).
 
 Every timing here is wall time on whatever else the machine is doing, so the things compared take
 turns inside every repetition, and the report keeps both the fastest and the median.
 """
 
-import numpy as np
-
 import specmini
 from course import timing
-from course.toys import accept_tests
 
 # The compiled calls (course.gpt2.GPT2's buckets) a draft needs in specmini.generate: one new
 # token, two after a bonus round (its last draft was never fed to it), and a prompt in chunks.
@@ -46,12 +43,6 @@ def speedups(race_summary, baseline, name):
     over median (per-token times, so a larger ratio is faster)."""
     base, run = race_summary[baseline], race_summary[name]
     return dict(best=base["min"] / run["min"], median=base["median"] / run["median"])
-
-
-def alpha_of(generations):
-    """The share of accept tests passed over some Generations (notebook 04's alpha)."""
-    passed, run = np.sum([accept_tests(g) for g in generations], axis=0)
-    return passed / max(run, 1)
 
 
 def repeated_share(tokens, n=16):

@@ -1,5 +1,6 @@
 """Timing on a shared machine, once for the whole course (notebooks 06 and 07, the benchmark):
-one clock for a call, one loop that takes the fastest of several turns, and which CPU it ran on.
+one clock for a call, one loop that takes the fastest of several turns, the end-to-end race,
+a timing's min and median, and which CPU it ran on.
 """
 
 import os
@@ -41,7 +42,7 @@ def race(runs, prompts, models, reps):
 
     In every repetition each prompt is decoded by every run in turn, from empty caches (`models`
     are reset before each), so the machine's load weighs on all alike. One sample per run and
-    repetition: its time over all prompts / its tokens. Returns name -> dict(min, median, samples)
+    repetition: its time over all prompts / its tokens. Returns name -> `min_median` of those
     and the Generations of the last repetition. First, untimed, every model that has a `compile`
     method (course.gpt2.GPT2) builds all its compiled calls (a call of a new size would otherwise
     compile inside a timed run, for seconds), and each run decodes the first prompt once.
@@ -63,11 +64,13 @@ def race(runs, prompts, models, reps):
                 made[name] += len(last[name, i].tokens)
         for name in runs:
             samples[name].append(spent[name] / made[name])
-    summary = {
-        name: dict(min=min(s), median=statistics.median(s), samples=s)
-        for name, s in samples.items()
-    }
-    return summary, last
+    return {name: min_median(s) for name, s in samples.items()}, last
+
+
+def min_median(samples):
+    """A timing as the course reports it: the fastest sample (other processes only add time), the
+    median (what a run typically takes) and every sample."""
+    return dict(min=min(samples), median=statistics.median(samples), samples=samples)
 
 
 def cpu_model():

@@ -1,4 +1,5 @@
-"""Toy models, the metrics of a generation, and the hardware numbers that the notebooks share.
+"""Toy models, the metrics of a generation (and where two token lists differ), and the hardware
+numbers that the notebooks share.
 
 None of this is part of specmini's 100 lines: these are the props of the course, not the
 algorithm. Every model here follows specmini's protocol `model(tokens, start) -> logits`.
@@ -110,6 +111,13 @@ def token_kinds(generation):
         kinds += ["accepted"] * r.accepted
         kinds.append(KIND[r.ended_with])
     return kinds[: len(generation.tokens)]  # a stop token may have cut the last round short
+
+
+def first_difference(a, b):
+    """The first index where two token lists differ (a shorter list differs where it ends); None
+    when they are equal."""
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return None if i == len(a) == len(b) else i
 
 
 def letter(token):

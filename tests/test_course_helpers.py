@@ -37,9 +37,22 @@ def homes(predicate):
     return [p.name for p in MODULES if p.exists() and any(map(predicate, top_level_names(p)))]
 
 
+def one_home(names, home):
+    """Every one of `names` is defined at the top level of `home` and of no other module. Each
+    must be defined somewhere: a name that no module defines any more would pass unnoticed."""
+    gone = [name for name in names if not homes(lambda n, name=name: n == name)]
+    assert not gone, f"no module defines {gone}: check the names that exist"
+    found = homes(lambda n: n in names)
+    assert found == [home], f"{names}: {found}"
+
+
+def written_in(pattern):
+    """The modules whose text matches a regular expression (an algorithm's tell-tale line)."""
+    return [p.name for p in MODULES if p.exists() and re.search(pattern, p.read_text())]
+
+
 def test_the_check_runner_lives_in_grading():
-    assert homes(lambda name: name in ("grade", "expect", "Wrong")) == ["grading.py"]
-    assert homes(lambda name: name in ("as_probs", "as_array")) == ["grading.py"]
+    one_home(("grade", "expect", "Wrong", "as_array", "as_number"), "grading.py")
     for path in sorted((ROOT / "course" / "exercises").glob("exercises_*.py")):
         assert "exercises_01 import" not in path.read_text(), path.name
 
@@ -47,25 +60,33 @@ def test_the_check_runner_lives_in_grading():
 def test_each_shared_algorithm_has_one_home():
     # exact enumeration and chained rounds; total variation; timing loops and the CPU's name;
     # the cache's longest common prefix; parameter counts; the acceptance rate
-    assert homes(lambda n: n in ("enumerate_outcomes", "Trail", "Script")) == ["exact.py"]
-    assert homes(lambda n: n in ("chained_outcomes", "round_outcomes", "bigram_joint")) == [
-        "exact.py"
-    ]
-    assert homes(lambda n: n in ("total_variation", "joint_tv")) == ["toys.py"]
-    assert homes(lambda n: n in ("race", "fastest", "fastest_ms", "seconds")) == ["timing.py"]
-    assert homes(lambda n: n in ("cpu_model", "machine_name")) == ["timing.py"]
-    assert homes(lambda n: n in ("common_prefix", "Bucketed")) == ["gpt2.py"]
-    assert homes(lambda n: n in ("n_params", "parameter_count")) == ["checkpoints.py"]
-    assert homes(lambda n: n == "accept_tests") == ["toys.py"]
+    one_home(("enumerate_outcomes", "Script"), "exact.py")
+    one_home(("chained_outcomes", "round_outcomes", "bigram_joint"), "exact.py")
+    one_home(("total_variation",), "toys.py")
+    one_home(("race", "fastest", "seconds"), "timing.py")
+    one_home(("cpu_model", "machine_name"), "timing.py")
+    one_home(("common_prefix",), "gpt2.py")
+    one_home(("parameter_count",), "checkpoints.py")
+    one_home(("accept_tests",), "toys.py")
     # tinygrad's internals, and what imports IPython and ipywidgets
-    internals = ("read_out", "kernels", "capture_at_once", "downloads_dir", "compiling")
-    assert homes(lambda n: n in internals) == ["runtime.py"]
-    assert homes(lambda n: n in ("show_rounds", "slider_panel")) == ["display.py"]
+    one_home(("read_out", "kernels", "capture_at_once", "downloads_dir", "compiling"), "runtime.py")
+    one_home(("show_rounds", "slider_panel"), "display.py")
     counting = "sum(r.ended_with == " + '"correction"'  # accept tests run: counted once
     assert [p.name for p in MODULES if counting in p.read_text()] == ["toys.py"]
     loop = "kept " + "+= 1"  # the longest common prefix of the cache and a text, counted
     kept_loops = [p.name for p in MODULES if loop in p.read_text()]
     assert kept_loops == ["gpt2.py"], kept_loops
+    # where two token lists first differ: by name, and the loop over the pairs or the positions
+    one_home(("first_difference",), "toys.py")
+    pairs = r"enumerate\(zip\([^()]*\)\)\s+if\s+\w+\s*!=\s*\w+"
+    positions = r"for (\w+) in range\([^()]*\)\s+if\s+\w+\[\1\]\s*!=\s*\w+\[\1\]"
+    assert written_in(f"{pairs}|{positions}") == ["toys.py"]
+    # notebook 05's refined speed-up and the K it picks: the checks hold answers to these
+    one_home(("refined_speedup", "choose_k"), "speedup.py")
+    assert written_in(r"expected_tokens\([^()]*\)\s*/\s*\(") == ["speedup.py"]
+    # a timing's min, median and samples (the race, the benchmark's report)
+    one_home(("min_median",), "timing.py")
+    assert written_in(r"(statistics|np|numpy)\.median\(") == ["timing.py"]
 
 
 def test_notebooks_holds_notebooks_and_nothing_edits_sys_path():

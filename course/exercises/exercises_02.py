@@ -19,7 +19,7 @@ from course.exact import bigram_joint, chained_outcomes
 from course.exercises.grading import Wrong, as_array, as_number, described, expect, grade
 from course.toys import DRAFT_ABC as DRAFT  # the course's A/B/C pair
 from course.toys import TARGET_ABC as TARGET
-from course.toys import total_variation
+from course.toys import first_difference, total_variation
 
 
 def rows(vocab, picks):
@@ -191,10 +191,9 @@ def expect_prefix(tokens, got, want, where=""):
     """Wrong, saying why `got` is not the accepted prefix `want` of `tokens`, without `want`."""
     if got == want:
         return
-    step = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), None)
-    if step is not None:
+    step = first_difference(got, want)
+    if step < min(len(got), len(want)):
         raise Wrong(f"{where}got {got}: step {step} holds {got[step]}, not the token drafted there")
-    step = min(len(got), len(want))
     if len(got) > len(want):
         raise Wrong(
             f"{where}got {got}: step {step}'s token fails the test, so nothing from there is kept"

@@ -27,6 +27,7 @@ from course.toys import (
     TableModel,
     bigram_pair,
     constant_model,
+    first_difference,
     total_variation,
 )
 
@@ -315,7 +316,7 @@ def same_as_generate(fn):
                 mine += new_tokens(fn, target, draft, prompt + mine, k, rng)
             # A budget of 40: every round that starts before token 30 drafts all k tokens.
             its = specmini.generate(target, draft, prompt, 40, k=k, seed=seed).tokens
-            apart = next((i for i in range(30) if mine[i] != its[i]), None)
+            apart = first_difference(mine[:30], its[:30])
             expect(
                 apart is None,
                 f"k {k}, seed {seed}, prompt {prompt}: yours and specmini.generate part at"

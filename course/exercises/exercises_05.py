@@ -8,6 +8,7 @@ wrong, never the expected alpha or K.
 import numpy as np
 
 import specmini
+from course import speedup
 from course.exercises.grading import Wrong, as_number, expect, grade
 
 # Exercise: alpha_from_tokens(tokens_per_round, k) -> the alpha in [0, 1] with
@@ -80,15 +81,8 @@ def check_alpha_from_tokens(fn, strict=True):
 
 # Exercise 2: choose_k(alpha, c, verify_costs) -> the K in 1..len(verify_costs) with the largest
 # refined speed-up E[tokens] / (K c + v_K), where verify_costs[K - 1] is v_K; 0 (plain decoding)
-# when no K beats 1. Failing cases say what is off, never which K is expected.
-
-
-def refined_best(alpha, c, verify_costs):
-    speedups = [
-        specmini.expected_tokens(alpha, k) / (k * c + v) for k, v in enumerate(verify_costs, 1)
-    ]
-    best = int(np.argmax(speedups))
-    return (best + 1, speedups[best]) if speedups[best] > 1 else (0, 1.0)
+# when no K beats 1. Failing cases say what is off, never which K is expected. The reference is
+# the course's own `speedup.choose_k` (K -> v_K as a dict, where the exercise takes a list).
 
 
 def expect_choice(fn, alpha, c, verify_costs):
@@ -97,11 +91,11 @@ def expect_choice(fn, alpha, c, verify_costs):
     setting = f"alpha {alpha}, c {c}"
     expect(whole, f"{setting}: return a whole number K (0 for plain decoding), got {got!r}")
     expect(0 <= got <= len(verify_costs), f"{setting}: K = {got} is outside 0..{len(verify_costs)}")
-    want, _ = refined_best(alpha, c, verify_costs)
+    want, _ = speedup.choose_k(alpha, c, dict(enumerate(verify_costs, 1)))
     if got == want:
         return
     expect(got != 0, f"{setting}: you chose plain decoding, but some K beats it")
-    mine = specmini.expected_tokens(alpha, got) / (got * c + verify_costs[got - 1])
+    mine = speedup.refined_speedup(alpha, got, c, verify_costs[got - 1])
     expect(want != 0, f"{setting}: your K = {got} gives {mine:.4f}: is that faster than plain?")
     raise Wrong(f"{setting}: your K = {got} gives {mine:.4f}; another K gives more")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 import specmini
 from course.exercises.grading import Wrong, described, expect, grade
-from course.toys import bigram_pair
+from course.toys import bigram_pair, first_difference
 
 # Exercise 1: verification_mask(start, new) -> bool array (new, start + new), True where new
 # token i (at position start + i) may attend to key j.
@@ -104,7 +104,7 @@ def what_is_wrong(got, want, k):
         return (
             "too many tokens: a draft the target disagrees with was kept, or tokens came after it"
         )
-    i = next(i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b)
+    i = first_difference(got, want)
     return (
         f"new token {i} is not the target's greedy choice there (a rejected draft kept, or the "
         "wrong row: row j scores the token that follows tokens[:start + j + 1])"

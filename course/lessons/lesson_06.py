@@ -14,7 +14,7 @@ import specmini
 from course import checkpoints, tokenizers
 from course.display import show_rounds, slider, slider_panel
 from course.speedup import DRAFT_BUCKETS
-from course.toys import accept_tests, pass_rate
+from course.toys import accept_tests, first_difference, pass_rate
 
 # ---------- the models ----------
 
@@ -51,12 +51,6 @@ def load_pair(models, on_gpu, offline_dir):
 # flip: fp16 keeps 11 significant bits (2^-11 = 5e-4 per operation), and a logit sums thousands
 # of products over dozens of layers; fp32 keeps 24 (6e-8), so 1e-4 leaves a wide margin.
 RELATIVE_TOLERANCE = {"fp16": 1e-2, "fp32": 1e-4}
-
-
-def first_difference(a, b):
-    """The first index where two token lists differ (a shorter list differs where it ends)."""
-    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return None if i == len(a) == len(b) else i
 
 
 def greedy_identity(target, prompt, speculative, plain, tolerance, decode=str):
