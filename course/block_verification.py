@@ -6,7 +6,8 @@ and the first rejection ends the round. Each test is the best an exact test of o
 (a maximal coupling, notebook 02), but the round is not the best use of K drafts: a draft the
 target under-weights ends the round even when the next draft, which the target over-weights,
 would make up for it. Block verification weighs the drafted block as a whole. It stays exact,
-and it keeps at least as many drafts on average (the paper's Theorems 1 and 2).
+and it keeps at least as many drafts on average (the paper's Theorems 1 and 2). Notebook 02b
+teaches it.
 
 The paper's letters in the course's names: `target` is M_b, `draft` is M_s, K is gamma.
 `target_rows[i]` and `draft_rows[i]` are the two models' distributions of the token after the

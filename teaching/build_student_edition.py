@@ -47,11 +47,11 @@ python3 -m venv .venv && .venv/bin/pip install -r requirements.txt -e .
 .venv/bin/jupyter lab notebooks/
 ```
 
-Work through the notebooks in order, 01 to the last. Write each answer in place of the
-`raise NotImplementedError()` line of its cell (for a quiz, fill in `quiz = {...}`), then run
-the check cell after it: it tells you what is wrong without giving the answer away. Do not edit
-the check cells or the course's code in `course/` (`course/exercises/`, ...): the autograder
-uses its own copies.
+Work through the notebooks in order, 01 to the last (02b, block verification, reads best after
+04). Write each answer in place of the `raise NotImplementedError()` line of its cell (for a
+quiz, fill in `quiz = {...}`), then run the check cell after it: it tells you what is wrong
+without giving the answer away. Do not edit the check cells or the course's code in `course/`
+(`course/exercises/`, ...): the autograder uses its own copies.
 
 No GPU and no internet are needed: notebook 06 runs real GPT-2 where its weights can be
 downloaded, and two small models trained for the course (`models/`) otherwise.

@@ -2,7 +2,8 @@
 
     .venv/bin/python teaching/quiz_convert.py notebooks/06_gpt2_tinygrad.ipynb [more notebooks]
 
-For each notebook (its number NN from the file name, its quiz named "quiz NN"):
+For each notebook (its number NN from the file name, before the first "_": 02, or 02b for
+02b_block_verification.ipynb; its quiz named "quiz NN"):
 - the answers come from the old hidden solution cell (`quiz = {...}` between the solution
   markers of the cell with grade_id quiz_answers) or, once converted, from
   teaching/quiz_answers.json, where they are written (the teachers' key, not in the edition);
@@ -102,7 +103,7 @@ def drop_quiz_block(module):
 def convert(path):
     path = Path(path)
     repo = repo_of(path)
-    number = path.name[:2]
+    number = path.name.split("_")[0]  # "02", or "02b"
     name = f"quiz {number}"
     from course.exercises.grading import quiz_hash
 

@@ -22,6 +22,7 @@ from course import block_verification as bv
 from course.exercises import (
     exercises_01,
     exercises_02,
+    exercises_02b,
     exercises_03,
     exercises_04,
     exercises_05,
@@ -81,7 +82,7 @@ EXERCISES = [
     ("01_toy_vocabulary", "score_drafts", exercises_01.check_score_drafts),
     ("02_rejection_sampling", "accept_probability", exercises_02.check_accept_probability),
     ("02_rejection_sampling", "speculative_accept", exercises_02.check_speculative_accept),
-    ("02_rejection_sampling", "block_acceptance", exercises_02.check_block_acceptance),
+    ("02b_block_verification", "block_acceptance", exercises_02b.check_block_acceptance),
     ("03_residual_distribution", "my_residual", exercises_03.check_residual),
     ("03_residual_distribution", "my_step_distribution", exercises_03.check_step_distribution),
     ("04_k_drafts_and_bonus_token", "my_tokens_per_round", exercises_04.check_tokens_per_round),
@@ -304,20 +305,20 @@ def test_speculative_accept_with_nothing_drafted_returns_an_empty_list():
 
 
 def test_block_acceptance_in_float32_passes_and_the_shortcut_gets_its_hint():
-    right = answers_of("02_rejection_sampling")["block_acceptance"]
+    right = answers_of("02b_block_verification")["block_acceptance"]
 
     def in_float32(drafts, target_rows, draft_rows):
         return np.float32(right(drafts, np.float32(target_rows), np.float32(draft_rows)))
 
-    def weights_only(drafts, target_rows, draft_rows):  # section 7's shortcut, h_i = p_i
+    def weights_only(drafts, target_rows, draft_rows):  # notebook 02b's shortcut, h_i = p_i
         weights = [1.0]
         for i, x in enumerate(drafts):
             weights.append(min(1.0, weights[-1] * target_rows[i][x] / draft_rows[i][x]))
         return weights
 
-    verdict, lines = graded(exercises_02.check_block_acceptance, in_float32)
+    verdict, lines = graded(exercises_02b.check_block_acceptance, in_float32)
     assert verdict is True, "\n".join(lines)
-    _, said = messages(exercises_02.check_block_acceptance, weights_only)
+    _, said = messages(exercises_02b.check_block_acceptance, weights_only)
     assert "those are the weights p_i alone" in said and "off by 0.021 in total variation" in said
 
 
@@ -325,16 +326,16 @@ def test_block_acceptance_refuses_the_courses_own_answer():
     def calls_the_course(drafts, target_rows, draft_rows):
         return bv.acceptance_probabilities(drafts, target_rows, draft_rows)
 
-    verdict, said = messages(exercises_02.check_block_acceptance, calls_the_course)
+    verdict, said = messages(exercises_02b.check_block_acceptance, calls_the_course)
     assert verdict is False
     assert "your answer calls course.block_verification.acceptance_probabilities" in said
     assert bv.acceptance_probabilities([0], *BLOCK_ROWS).shape == (2,)  # untrapped again
 
 
 def test_block_acceptance_with_nothing_drafted_is_h_0_alone():
-    right = answers_of("02_rejection_sampling")["block_acceptance"]
+    right = answers_of("02b_block_verification")["block_acceptance"]
     _, said = messages(
-        exercises_02.check_block_acceptance, lambda d, t, r: right(d, t, r) if d else [1.0, 1.0]
+        exercises_02b.check_block_acceptance, lambda d, t, r: right(d, t, r) if d else [1.0, 1.0]
     )
     assert "K = 0" in said and "not K + 1 = 1 number, h_0" in said
 
@@ -453,7 +454,7 @@ def test_the_canonical_form_keeps_every_key():
     """Answers are read, then hashed: the teachers' key still matches each notebook's hashes."""
     answers = json.loads((ROOT / "teaching" / "quiz_answers.json").read_text())
     for path in NOTEBOOKS:
-        number = path.name[:2]
+        number = path.name.split("_")[0]  # "02", or "02b"
         check = next(
             "".join(c["source"])
             for c in cells(path)

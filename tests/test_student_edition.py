@@ -36,7 +36,15 @@ _spec.loader.exec_module(edition_tools)
 ASSIGNMENT = edition_tools.ASSIGNMENT
 
 SELF_STUDY = sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb"))
-MUST_BE_GRADED = [name for name in SELF_STUDY if name[:2] in {"01", "02", "03", "04", "05", "06"}]
+
+
+def notebook_number(name):
+    """A notebook's number, as its quiz and its exercises module are named: "02", or "02b"."""
+    return name.split("_")[0]
+
+
+GRADED = {"01", "02", "02b", "03", "04", "05", "06"}
+MUST_BE_GRADED = [name for name in SELF_STUDY if notebook_number(name) in GRADED]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN = "### BEGIN HIDDEN TESTS"
 
@@ -63,7 +71,7 @@ QUIZ_PENDING = set()
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 16, "03": 23, "04": 16, "05": 16, "06": 140, "07": 93}
+COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 140, "07": 93}
 LIGHT_S = 16
 # The longest cell takes about 65 s (notebook 06's race, tinygrad's cache warm); the configuration
 # allows 300 s for slower machines. Here a cell gets 120 s: under nbgrader the cell after a
@@ -75,7 +83,7 @@ CELL_TIMEOUT_S = 120
 
 
 def cost(name):
-    return COST.get(name[:2], 60)  # a notebook not measured yet counts as a heavy one
+    return COST.get(notebook_number(name), 60)  # a notebook not measured yet counts as a heavy one
 
 
 # Known-buggy answers, each in a submission of its own: (notebook, answer cell, its graded check,
@@ -189,7 +197,8 @@ def built(nbgrader_available, tmp_path_factory):
 
 
 def test_every_notebook_has_graded_cells():
-    """Each notebook 01-06 has at least one exercise or quiz worth points (nbgrader metadata)."""
+    """Each notebook 01-06 (02b too) has at least one exercise or quiz worth points (nbgrader
+    metadata)."""
     missing = [name for name in MUST_BE_GRADED if not graded_cells(self_study(name))]
     assert not missing, f"notebooks without a graded cell (issue 13 marks): {missing}"
 
@@ -212,7 +221,7 @@ def test_each_quiz_is_the_learners_with_its_key_hidden(name):
     one point per question; the hashes are those of the teachers' key."""
     from course.exercises.grading import quiz_hash
 
-    number = name[:2]
+    number = notebook_number(name)
     if number in QUIZ_PENDING:
         pytest.xfail(f"notebook {number}: teaching/quiz_convert.py converts its quiz (issue 23)")
     answers, check = quiz_cells(self_study(name))
@@ -272,7 +281,7 @@ def test_the_edition_holds_no_quiz_key(built):
         )
     assert not [str(p) for p in files if HIDDEN in searchable_text(p)], "hidden tests left"
     for path in sorted((edition / "notebooks").glob("*.ipynb")):
-        if path.name[:2] in converted:
+        if notebook_number(path.stem) in converted:
             answers, check = quiz_cells(read_notebook(path))
             assert is_quiz_answers(answers) and "None" in answers.source, answers.source
             assert "quiz_key = None" in check.source and "BEGIN HIDDEN" not in check.source
@@ -350,7 +359,7 @@ def course_solutions(name):
     nb = self_study(name)
     solutions = {gid: without_markers(cell.source) for gid, cell in answer_cells(nb).items()}
     if is_quiz_answers(answer_cells(nb)["quiz_answers"]):
-        solutions["quiz_answers"] = f"quiz = {QUIZ_ANSWERS[name[:2]]!r}"
+        solutions["quiz_answers"] = f"quiz = {QUIZ_ANSWERS[notebook_number(name)]!r}"
     return solutions
 
 
@@ -397,7 +406,7 @@ def autograded(built):
     for student, (name, answer_id, _, answer) in BUGGY.items():
         submissions[student, name] = dict(course_solutions(name), **{answer_id: answer.strip()})
     name, changes = PARTLY
-    quiz = {**QUIZ_ANSWERS[name[:2]], **changes}
+    quiz = {**QUIZ_ANSWERS[notebook_number(name)], **changes}
     submissions["partly", name] = dict(course_solutions(name), quiz_answers=f"quiz = {quiz!r}")
     graded, log = autograde(course, edition, submissions, workers=min(2, os.cpu_count() or 1))
     return graded, light, log
@@ -440,7 +449,7 @@ def test_a_quiz_scores_one_point_per_right_answer(autograded):
     graded, _, log = autograded
     name, changes = PARTLY
     got = scores(graded, "partly", name)
-    questions = len(QUIZ_ANSWERS[name[:2]])
+    questions = len(QUIZ_ANSWERS[notebook_number(name)])
     assert got["quiz_check"] == (questions - len(changes), questions), f"{got}\n{log[-3000:]}"
     others = {cell: s for cell, s in got.items() if cell != "quiz_check" and s[0] != s[1]}
     assert not others, f"other cells of {name} lose points {others}"
