@@ -125,14 +125,14 @@ def random_blocks(fn, n=200):
 
 
 def exact_rounds(fn):
-    def acceptance(block, target_rows, draft_rows):  # K = 0 where one token is left to write
+    def probabilities(block, target_rows, draft_rows):  # K = 0 where one token is left to write
         where = f"block {list(block)}"
         return acceptance_of(fn, block, target_rows, draft_rows, where)
 
     rng = np.random.default_rng(7)
     for target_table, draft_table in rng.dirichlet(np.full(3, 0.5), size=(3, 2, 3)):
         rounds = block_verification.block_rounds(
-            target_table, draft_table, 2, acceptance=acceptance
+            target_table, draft_table, 2, acceptance=probabilities
         )
         tv = total_variation(chained_outcomes(rounds, 0, 4), bigram_joint(target_table, 0, 4))
         expect(
