@@ -5,6 +5,8 @@ Every timing here is wall time on whatever else the machine is doing, so the thi
 turns inside every repetition, and the report keeps both the fastest and the median.
 """
 
+import time
+
 import specmini
 from course import timing
 
@@ -13,17 +15,49 @@ from course import timing
 DRAFT_BUCKETS = (1, 2, 16)
 
 
-def refined_speedup(alpha, k, c, verify_cost):
-    """E[tokens] / (K c + v_K): the round's verification pass costs v_K target steps, not 1."""
-    return specmini.expected_tokens(alpha, k) / (k * c + verify_cost)
+def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
+    """E[tokens] (1 + p) / (K c + v_K + o): the round's verification pass costs v_K target
+    steps, not 1. With the time outside the models' calls (`time_outside`), in target steps: o
+    per speculative round, p per plain token (both 0 in notebook 05's formula)."""
+    per_round = specmini.expected_tokens(alpha, k) / (k * c + verify_cost + overhead)
+    return per_round * (1 + plain_overhead)
 
 
-def choose_k(alpha, c, verify_costs):
+def choose_k(alpha, c, verify_costs, overhead=0.0):
     """The K (a key of `verify_costs`, K -> v_K) with the largest refined speed-up, and that
     speed-up; (0, 1.0), plain decoding, when no K beats it."""
-    best = max(verify_costs, key=lambda k: refined_speedup(alpha, k, c, verify_costs[k]))
-    s = refined_speedup(alpha, best, c, verify_costs[best])
-    return (best, s) if s > 1 else (0, 1.0)
+    speedup = {k: refined_speedup(alpha, k, c, v, overhead) for k, v in verify_costs.items()}
+    best = max(speedup, key=speedup.get)
+    return (best, speedup[best]) if speedup[best] > 1 else (0, 1.0)
+
+
+class Stopwatch:
+    """A model that adds up the wall time spent inside its calls (`seconds`)."""
+
+    def __init__(self, model):
+        self.model, self.seconds = model, 0.0
+
+    def __call__(self, tokens, start):
+        began = time.perf_counter()
+        try:
+            return self.model(tokens, start)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+    def __getattr__(self, name):  # max_context, reset, ...: the model's own
+        return getattr(self.model, name)
+
+
+def time_outside(decode, target, draft):
+    """Run decode(target, draft) -> Generation with both models timed: the ms per target call
+    spent outside the models' calls (sampling, the accept tests, the Python around them), and
+    the Generation. A target call is a round of speculative decoding, a token of plain."""
+    timed = Stopwatch(target), Stopwatch(draft)
+    target.reset(), draft.reset()
+    began = time.perf_counter()
+    g = decode(*timed)
+    outside = time.perf_counter() - began - timed[0].seconds - timed[1].seconds
+    return 1000 * outside / len(g.rounds), g
 
 
 def step_costs(target, draft, text, at, ks, repeat=20):

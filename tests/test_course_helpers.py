@@ -5,8 +5,11 @@ back. And notebooks/ holds notebooks only, no file edits sys.path, and the colou
 display.show_rounds: a plain round is not a bonus."""
 
 import ast
+import json
 import pathlib
 import re
+
+import pytest
 
 import specmini
 from course.display import show_rounds
@@ -98,6 +101,29 @@ def test_notebooks_holds_notebooks_and_nothing_edits_sys_path():
         if "sys.path." in p.read_text() and p.name != "test_course_helpers.py"
     ]
     assert not edits, edits
+
+
+MAX_CELLS = 55  # a notebook a learner reads in one sitting; a longer topic becomes its own notebook
+
+
+def test_each_notebook_reads_in_one_sitting():
+    counts = {
+        path.name: len(json.loads(path.read_text())["cells"])
+        for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    }
+    assert len(counts) >= 8, counts
+    too_long = {name: n for name, n in counts.items() if n > MAX_CELLS}
+    assert not too_long, f"more than {MAX_CELLS} cells: {too_long}"
+
+
+def test_notebooks_import_course_before_tinygrad():
+    # course picks tinygrad's CPU runtime, which tinygrad reads once, when it is first imported
+    # (an import sorter would move tinygrad up: the notebooks hold it below an `isort: split`)
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        first = re.search(r"^(from|import) (course|tinygrad)\b", code, re.M)
+        assert first is None or first.group(2) == "course", path.name
 
 
 def test_plot_helpers_return_their_figure_and_one_helper_saves():
@@ -223,3 +249,43 @@ def test_the_model_the_metrics_and_the_benchmark_load_no_widget_and_no_grader():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_refined_formula_charges_the_time_outside_the_models():
+    from course import speedup
+
+    tokens = specmini.expected_tokens(0.8, 4)  # per round; the round costs 4 c + v_4 = 1.6 steps
+    base = speedup.refined_speedup(0.8, 4, 0.1, 1.2)
+    assert base == pytest.approx(tokens / 1.6)
+    assert speedup.refined_speedup(0.8, 4, 0.1, 1.2, overhead=0.4) == pytest.approx(tokens / 2.0)
+    with_plain = speedup.refined_speedup(0.8, 4, 0.1, 1.2, overhead=0.4, plain_overhead=0.1)
+    assert with_plain == pytest.approx(tokens / 2.0 * 1.1)
+    assert speedup.choose_k(0.8, 0.1, {1: 1.0, 4: 1.2})[0] == 4
+    assert speedup.choose_k(0.8, 0.1, {1: 1.0, 4: 1.2}, overhead=5.0) == (0, 1.0)
+
+
+def test_time_outside_counts_what_is_not_inside_the_models():
+    import time
+
+    from course import speedup
+    from course.toys import DRAFT_ABC, TARGET_ABC, constant_model
+
+    class Slow:  # 2 ms inside every call
+        def __init__(self, probs):
+            self.model = constant_model(probs)
+
+        def __call__(self, tokens, start):
+            time.sleep(0.002)
+            return self.model(tokens, start)
+
+        def reset(self):
+            pass
+
+    def decode(target, draft):  # 3 ms outside the models per round
+        g = specmini.generate(target, draft, [0], 12, k=2, temperature=1.0, seed=0)
+        time.sleep(0.003 * len(g.rounds))
+        return g
+
+    ms, g = speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))
+    assert len(g.tokens) == 12
+    assert 3.0 <= ms < 4.5, ms  # the models' 2 ms per call are not counted
