@@ -16,9 +16,10 @@ DRAFT_BUCKETS = (1, 2, 16)
 
 
 def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
-    """E[tokens] (1 + p) / (K c + v_K + o): the round's verification pass costs v_K target
-    steps, not 1. With the time outside the models' calls (`time_outside`), in target steps: o
-    per speculative round, p per plain token (both 0 in notebook 05's formula)."""
+    """E[tokens] (1 + o_0) / (K c + v_K + o_K): the round's verification pass costs v_K target
+    steps, not 1. With the time outside the models' calls (`time_outside`), in target steps:
+    `overhead` o_K per speculative round, `plain_overhead` o_0 per plain token (plain decoding is
+    K = 0); both 0 in notebook 05's formula."""
     per_round = specmini.expected_tokens(alpha, k) / (k * c + verify_cost + overhead)
     return per_round * (1 + plain_overhead)
 

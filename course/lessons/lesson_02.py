@@ -64,7 +64,7 @@ def plot_convergence(kept, alpha):
     n = np.arange(1, len(kept) + 1)
     band = 2 * np.sqrt(alpha * (1 - alpha) / n)
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    ax.plot(n, np.cumsum(kept) / n, color="tab:green", label="simulated acceptance rate")
+    ax.plot(n, np.cumsum(kept) / n, color="tab:green", label="simulated pass rate")
     ax.axhline(
         alpha, color="black", linestyle="--", label=f"α = Σ min(target, draft) = {alpha:.1f}"
     )

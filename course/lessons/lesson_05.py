@@ -95,7 +95,7 @@ def live_rounds(K, temperature, quality, c):
     from_measured = specmini.speedup_from_tokens(m["tokens_per_call"], K, c)
     expected = specmini.expected_tokens(alpha, K)
     print(f"K = {K}, temperature = {temperature:.2f}, draft quality = {quality:.2f}, c = {c:.2f}")
-    print(f"accept tests passed: {m['pass_rate']:.4f} measured, models' mean alpha {alpha:.4f}")
+    print(f"pass rate: {m['pass_rate']:.4f} measured, models' mean alpha {alpha:.4f}")
     print(f"tokens per target call: {m['tokens_per_call']:.4f} measured, {expected:.4f} predicted")
     print(
         f"speed-up at assumed c = {c:.2f}: {from_measured:.2f} from measured tokens per call, "

@@ -249,7 +249,7 @@ def text_acceptance(target, draft, texts, encode, k):
             expected=specmini.expected_tokens(float(alphas[1.0].mean()), k),
             **from_prompts_in(target, draft, tokens, k),
         )
-    head = "bytes  target loss  alpha T=1  alpha T=0  E[tokens] | sampled: accepted  tokens/call"
+    head = "bytes  target loss  alpha T=1  alpha T=0  E[tokens] | sampled: pass rate  tokens/call"
     print(" " * 6 + head)
     for name, r in rows.items():
         measured = f"{r['alpha']:9.3f}  {r['alpha_greedy']:9.3f}  {r['expected']:9.2f}"
