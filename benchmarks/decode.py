@@ -17,7 +17,8 @@ within every repetition, min and median over the repetitions:
 - end to end: greedy tokens/s target-only, speculative (specmini.generate; transformers' assisted
   generation with the same draft and K), and whether all of them produced the same tokens;
 - the race (the offline pair): the target alone against speculative decoding at K = 1 to 6 on
-  held-out prompts, at temperatures 0 and 1, against notebook 05's refined formula;
+  held-out prompts, at temperatures 0 and 1, against notebook 05's refined formula, also charged
+  with the time tinygrad's decoding spends outside the two models' calls (measured before it);
 - floor: weight bytes / measured copy bandwidth, the least a memory-bound step can take.
 
 It prints a table and writes JSON (device, versions, threads, machine load) to
@@ -44,7 +45,7 @@ from tinygrad.helpers import NUM_CPU_THREADS
 
 from benchmarks import ROOT, machine
 from benchmarks.cases import MODELS, make_case
-from benchmarks.measure import COURSE, end_to_end, measure, progress
+from benchmarks.measure import COURSE, end_to_end, measure, outside_time, progress
 from benchmarks.peers import Tinygrad, Transformers, torch_available
 from benchmarks.report import as_json, footer, model_report, predictions, table
 from course import runtime
@@ -135,11 +136,15 @@ def main(argv=None):
             measured = measure(peers, case, args.k)
             report = model_report(case, measured, result["bandwidth"]["floor_GBps"])
             if case.race_ks:
+                outside = outside_time(peers[0], case)  # COURSE's, before the race
+                report["outside_ms"] = outside
                 report["race"] = end_to_end(peers, case)
                 report["race_prompts"] = [
                     bytes(p).decode("utf-8", "replace") for p in case.race_prompts
                 ]
-                report["predictions"] = predictions(report["frameworks"][COURSE], report["race"])
+                report["predictions"] = predictions(
+                    report["frameworks"][COURSE], report["race"], outside
+                )
             result["models"][name] = report
             print(table(name, report), flush=True)
             del peers  # free GPT-2 medium's weights before the next model

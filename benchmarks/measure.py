@@ -4,13 +4,15 @@
 draft's step and each verification pass (a sample repeats a fast call until it lasts SAMPLE_S),
 and whole greedy and speculative runs from the case's prompt; the peers take turns inside every
 repetition, so whatever else the machine does weighs on all alike. `end_to_end`: the target alone
-against speculative decoding at every K, end to end on the case's race prompts (timing.race).
+against speculative decoding at every K, end to end on the case's race prompts (timing.race);
+before it, `outside_time`: what COURSE's decoding spends outside the two models' calls.
 """
 
 import sys
 import time
 from dataclasses import dataclass
 
+import specmini
 from course import speedup, timing
 from course.timing import seconds
 from course.toys import accept_tests, pass_rate
@@ -100,6 +102,27 @@ def round_stats(generation):
         "pass_rate": pass_rate(generation),  # the share of accept tests passed: estimates alpha
         "accepted_per_draft": passed / max(sum(r.drafted for r in generation.rounds), 1),
     }
+
+
+def outside_time(peer, case, temperatures=TEMPERATURES):
+    """Before the race, per temperature and K (0: the target alone, then each raced K): the ms per
+    target call that `peer` (COURSE's) spends outside its two models' calls, on the race's first
+    prompt (speedup.time_outside): what notebook 06 charges to the refined formula."""
+    peer.compile()
+    prompt, n, out = case.race_prompts[0], case.new_tokens, {}
+    for t in temperatures:
+
+        def plain(target, draft, t=t):
+            return specmini.autoregressive(target, prompt, n, temperature=t, seed=0)
+
+        out[t] = {0: speedup.time_outside(plain, peer.target, peer.draft)[0]}
+        for k in case.race_ks:
+
+            def spec(target, draft, t=t, k=k):
+                return specmini.generate(target, draft, prompt, n, k=k, temperature=t, seed=0)
+
+            out[t][k] = speedup.time_outside(spec, peer.target, peer.draft)[0]
+    return out
 
 
 def end_to_end(peers, case, temperatures=TEMPERATURES):

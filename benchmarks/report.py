@@ -81,11 +81,12 @@ def compare_tokens(runs):
     return reference, bad
 
 
-def predictions(framework, race):
+def predictions(framework, race, outside=None):
     """Notebook 05's refined formula on COURSE's measured costs (`framework`, its part of the
     model's report): c (draft step / target step), v_K (verify K / step) and each temperature's
     alpha, estimated by the race's pass rate; the K it chooses; against the race's measured
-    speed-ups."""
+    speed-ups. With `outside` (measure.outside_time), also the formula charged with the time
+    outside the models' calls, in target steps: o_K per round, o_0 per plain token."""
     c = framework["draft_step_ms"]["median"] / framework["step_ms"]["median"]
     v = {k: x["ratio_median"] for k, x in framework["verify"].items()}
     out = {"c": c, "v": v}
@@ -98,6 +99,11 @@ def predictions(framework, race):
             "measured_median": {k: r["speedup"][COURSE][k]["median"] for k in ks},
             "chosen_k": speedup.choose_k(alpha, c, {k: v[k] for k in ks})[0],
         }
+        if outside:
+            o, step = outside[t], framework["step_ms"]["median"]
+            out[t]["predicted_with_outside"] = {
+                k: speedup.refined_speedup(alpha, k, c, v[k], o[k] / step, o[0] / step) for k in ks
+            }
     return out
 
 
@@ -204,7 +210,9 @@ def race_lines(m):
             if k:
                 extra = f"  speed-up {r['speedup'][fw][k]['median']:.2f}"
                 if fw == COURSE:
-                    extra += f" (predicted {p['predicted'][k]:.2f})"
+                    extra += f" (predicted {p['predicted'][k]:.2f}"
+                    with_outside = p.get("predicted_with_outside", {}).get(k)
+                    extra += f", {with_outside:.2f} with the time outside)" if with_outside else ")"
             name = run_name(fw, k)
             lines.append(f"     {name:18} {x['min'] * 1e3:7.3f} {x['median'] * 1e3:7.3f}{extra}")
         if "greedy_identical" in r:

@@ -59,6 +59,9 @@ def test_fast_mode_reports_every_measurement(tmp_path):
         assert 0 <= race["pass_rate_all"] <= 1
         predicted = pair["predictions"][t]
         assert predicted["predicted"]["4"] > 0 and predicted["chosen_k"] in (0, 4)
+        # the time outside the models' calls, measured before the race and charged to the formula
+        assert pair["outside_ms"][t]["0"] > 0 and pair["outside_ms"][t]["4"] > 0
+        assert predicted["predicted_with_outside"]["4"] > 0
     assert all(pair["race"]["0.0"]["greedy_identical"].values())
     assert pair["predictions"]["c"] > 0 and set(pair["predictions"]["v"]) == {"1", "4"}
 
