@@ -122,10 +122,10 @@ class Transformers:
         self.torch.manual_seed(seed)
         # sampling from the whole distribution: transformers' default top_k of 50 is switched off
         sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
+        decoding = sampling if temperature > 0 else dict(do_sample=False)
         config = self.generation_config(
-            max_new_tokens=n, eos_token_id=None, pad_token_id=0,
-            **(sampling if temperature > 0 else dict(do_sample=False)),
-        )  # fmt: skip
+            max_new_tokens=n, eos_token_id=None, pad_token_id=0, **decoding
+        )
         ids = self.tensor([prompt])
         out = self.target.generate(ids, generation_config=config, assistant_model=assistant)
         return specmini.Generation(out[0, len(prompt) :].tolist(), rounds=None)  # not reported

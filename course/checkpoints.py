@@ -124,6 +124,8 @@ def write_safetensors(arrays, path, metadata=None):
     device, which needs clang, and a GPU machine may have none."""
     header, offset = {"__metadata__": metadata} if metadata else {}, 0
     for name, a in arrays.items():
+        if a.dtype not in SAFETENSORS_DTYPES:
+            raise ValueError(f"{name}: {a.dtype} arrays are not written here (float32, float16)")
         header[name] = {
             "dtype": SAFETENSORS_DTYPES[a.dtype],
             "shape": list(a.shape),

@@ -98,7 +98,8 @@ def pass_rate(generations):
     Not alpha itself: alpha (specmini.acceptance_rate) is computed from the two models'
     distributions; the pass rate estimates it at the positions where accept tests ran."""
     generations = [generations] if isinstance(generations, specmini.Generation) else generations
-    passed, run = map(sum, zip(*(accept_tests(g) for g in generations), strict=True))
+    counts = [accept_tests(g) for g in generations]
+    passed, run = sum(p for p, _ in counts), sum(r for _, r in counts)
     if run == 0:
         raise ValueError("no accept test ran (no drafts were tested): the pass rate is undefined")
     return passed / run

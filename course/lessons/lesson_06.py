@@ -4,6 +4,7 @@ the live view behind the sliders and the offline pair's training record. The not
 calls and what they print. No exercise solution lives here."""
 
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -224,11 +225,8 @@ def from_prompts_in(target, draft, tokens, k, new_tokens=16, prompt_len=64, temp
     """Speculative sampling from prompts cut out of `tokens` (the `prompt_len` tokens before each
     multiple of prompt_len): the pass rate of their accept tests, tokens per target call."""
     ends = range(prompt_len, len(tokens) - new_tokens + 1, prompt_len)
-    runs = [
-        specmini.generate(target, draft, tokens[end - prompt_len : end], new_tokens, k=k,
-                          temperature=temperature, seed=end)
-        for end in ends
-    ]  # fmt: skip
+    generate = functools.partial(specmini.generate, target, draft, k=k, temperature=temperature)
+    runs = [generate(tokens[end - prompt_len : end], new_tokens, seed=end) for end in ends]
     per_call = sum(len(g.tokens) for g in runs) / sum(len(g.rounds) for g in runs)
     return dict(pass_rate=pass_rate(runs), per_call=per_call, prompts=len(ends))
 
