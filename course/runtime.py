@@ -127,6 +127,9 @@ def rows_in_registers(k):
     """The course's rule for a CPU kernel, applied before tinygrad's own heuristics: keep a
     matmul's few rows in registers (upcast them), so that each weight is read once for all of
     them, then a few outputs too, so that about ACCUMULATORS independent sums are in flight.
+    The rows are the axis that the kernel's largest summed-over input (the weights, or the
+    cached keys and values) does not depend on; a kernel without one (a single row) gets
+    tinygrad's heuristics, after an upcast of a small axis that some input does not depend on.
 
     tinygrad's heuristics compute a kernel over 2 to 9 new tokens one row after the other and so
     read every weight once per row: a pass over 5 tokens cost about 3 steps (3.2, measured
@@ -135,21 +138,49 @@ def rows_in_registers(k):
     the offline pair."""
     from tinygrad.codegen.opt import Opt, OptOps
 
-    def broadcast(axis):  # some buffer does not depend on this axis: x for the outputs, W for rows
-        return any(k.rngs[axis] not in b.src[1].get_idx().backward_slice for b in k.bufs)
-
     def sizes():
         return [(a, k.full_shape[a]) for a in k.upcastable_dims if isinstance(k.full_shape[a], int)]
 
-    rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and broadcast(a)), None)
+    weights = largest_read(k)
+    rows = None
+    if weights:
+        rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a not in weights), None)
+    if rows is None:  # one row: a small axis that some input does not depend on, as one
+        broadcast = set().union(*[set(range(len(k.rngs))) - axes for axes in reads(k)])
+        rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a in broadcast), None)
     if rows is not None:
         k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0))  # 0: the whole axis
+        weights = largest_read(k)  # the upcast axis moved: the axes are numbered anew
     in_flight = rows[1] if rows else 1
-    outputs = next(((a, n) for a, n in reversed(sizes()) if n > 16 and broadcast(a)), None)
+    outputs = next(((a, n) for a, n in reversed(sizes()) if n > 16 and a in weights), None)
     amount = next((m for m in (8, 4, 2) if in_flight * m <= ACCUMULATORS), None)
     if outputs is not None and amount is not None and outputs[1] % amount == 0:
         k.apply_opt(Opt(OptOps.UPCAST, outputs[0], amount))
     return k
+
+
+def reads(k):
+    """For each buffer a kernel reads or writes, the axes its index depends on."""
+    return [
+        {a for a, rng in enumerate(k.rngs) if rng in b.src[1].get_idx().backward_slice}
+        for b in k.bufs
+    ]
+
+
+def largest_read(k):
+    """The axes of the largest input summed over (a matmul's weights): the rows are the others."""
+    from tinygrad.uop.ops import AxisType
+
+    summed = set(k.axes_of(AxisType.REDUCE, AxisType.GROUP_REDUCE))
+
+    def elements(axes):
+        n = 1
+        for a in axes:
+            s = k.full_shape[a]
+            n *= s if isinstance(s, int) else s.vmax
+        return n
+
+    return max((axes for axes in reads(k) if axes & summed), key=elements, default=set())
 
 
 def install_kernel_rule():
