@@ -115,7 +115,7 @@ class Attention:
         self.n_head, self.max_context = cfg.n_head, cfg.n_positions
         self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
-        self.qkv_cache = None  # q, k and v of every position, made by the first decoding step
+        self.qkv_cache = None  # q, k and v of every position (make_cache, before the first step)
 
     def __call__(self, x):
         """Training and reference: the whole sequence at once, each position sees its past."""
@@ -125,16 +125,17 @@ class Attention:
         y = q.scaled_dot_product_attention(k, v, is_causal=True)  # (B, nh, T, hs)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
+    def make_cache(self, n_embd, dtype, device):
+        """q, k and v of every position, batch 1, with room for a padded chunk past the context."""
+        shape = (3, 1, self.n_head, self.max_context + CHUNK, n_embd // self.n_head)
+        self.qkv_cache = Tensor.zeros(*shape, dtype=dtype, device=device).contiguous().realize()
+
     def step(self, ln_1_c_attn, x, start_pos):
         """Decoding: T new positions from start_pos on, against the cached ones before them.
         `ln_1_c_attn` is c_attn(ln_1(x)), the block's norm folded in (NormLinear)."""
         B, T, C = x.shape
         nh, hs = self.n_head, C // self.n_head
         end = start_pos + T
-        if self.qkv_cache is None:  # room for a padded chunk past the context
-            shape = (3, B, nh, self.max_context + CHUNK, hs)
-            self.qkv_cache = Tensor.zeros(*shape, dtype=x.dtype, device=x.device).contiguous()
-            self.qkv_cache.realize()
         # q is cached too, so that the matmul writes its whole output straight into the cache
         qkv = ln_1_c_attn(x).reshape(B, T, 3, nh, hs).permute(2, 0, 3, 1, 4)  # (3, B, nh, T, hs)
         self.qkv_cache[:, :, :, start_pos:end, :].assign(qkv)
@@ -257,9 +258,9 @@ class GPT2:
         if not self.folded:
             self.fold()
         size = next(b for b in self.buckets if b >= len(chunk))
-        if size not in self.compiled:  # captured at its first call once the caches exist
+        if size not in self.compiled:  # captured at its first call: the caches exist (fold)
             self.compiled[size] = TinyJit(self.step)
-            runtime.capture_at_once(self.compiled[size], self.h[0].attn.qkv_cache is not None)
+            runtime.capture_at_once(self.compiled[size])
         # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
         tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
@@ -269,21 +270,25 @@ class GPT2:
 
     def compile(self):
         """Build every compiled call now, so that no timed call pays for it. TinyJit runs a call
-        once as it is and captures it on its second; `run` has it capture at once after the very
-        first call (which makes the caches), since that run would only schedule the call again:
-        seconds for a deep model on a CPU. Writes cache positions 0 .. n - 1, then forgets them."""
-        for n in (self.buckets[0],) + self.buckets:  # the first, twice: it makes the caches
+        once as it is and captures it on its second; `run` has it capture on its first, since
+        the caches already exist (`fold` makes them) and an uncaptured run would only schedule
+        the call once more: seconds for a deep model on a CPU. Writes cache positions
+        0 .. n - 1, then forgets them."""
+        for n in self.buckets:
             self.run([0] * n, 0)
         self.reset()
         return self
 
     def fold(self):
-        """The folded norms' sums (NormLinear.fold), from the weights as they are now."""
+        """The folded norms' sums (NormLinear.fold), from the weights as they are now, and the
+        caches, in the weights' dtype."""
         # Each weight its own contiguous buffer: freshly initialised random weights are lazy
         # views of a larger random buffer, which compiled calls would read 10x slower
         Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
         norms = [self.ln_f_head] + [n for b in self.h for n in (b.ln_1_c_attn, b.ln_2_c_fc)]
         Tensor.realize(*[t for n in norms for t in n.fold()])
+        for block in self.h:
+            block.attn.make_cache(self.config.n_embd, self.wte.weight.dtype, self.wte.weight.device)
         self.folded = True
 
     @property

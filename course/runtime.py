@@ -76,11 +76,11 @@ def name():
 # ---------- the internals the course reads ----------
 
 
-def capture_at_once(jit, ready):
-    """Make a TinyJit capture its kernels on its next call instead of its second: its first call
-    would only run the computation uncaptured, seconds for a deep model on a CPU. `ready`: the
-    computation's buffers already exist (a first call would create them)."""
-    jit.cnt = int(ready)  # TinyJit counts calls; it captures at cnt == 1
+def capture_at_once(jit):
+    """Make a TinyJit capture its kernels on its first call instead of its second: its first call
+    would only run the computation uncaptured, seconds for a deep model on a CPU. The buffers the
+    computation writes must exist already (an uncaptured first call is how TinyJit makes them)."""
+    jit.cnt = 1  # TinyJit counts calls; it captures at cnt == 1
 
 
 def read_out(t):

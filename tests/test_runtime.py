@@ -45,8 +45,12 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     from tinygrad.helpers import _ensure_downloads_dir  # noqa: F401  downloads_dir
 
     assert callable(heuristic.hand_coded_optimizations)  # install_kernel_rule
-    for name in ("upcastable_dims", "full_shape", "rngs", "bufs", "reduceop", "apply_opt", "copy"):
-        assert hasattr(Scheduler, name), name  # rows_in_registers
+    rule_reads = ("upcastable_dims", "axes_of", "full_shape", "rngs", "bufs", "reduceop")
+    for name in rule_reads + ("apply_opt", "copy"):
+        assert hasattr(Scheduler, name), name  # rows_in_registers, reads, largest_read
+    from tinygrad.uop.ops import AxisType
+
+    assert AxisType.REDUCE and AxisType.GROUP_REDUCE  # largest_read
     assert {OptOps.UPCAST} and Opt(OptOps.UPCAST, 0, 4).arg == 4
     with Context(PARALLEL=0):  # compiling
         pass

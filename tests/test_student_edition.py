@@ -43,7 +43,7 @@ def notebook_number(name):
     return name.split("_")[0]
 
 
-GRADED = {"01", "02", "02b", "03", "04", "05", "06"}
+GRADED = {"01", "02", "02b", "03", "04", "05", "06", "07"}
 MUST_BE_GRADED = [name for name in SELF_STUDY if notebook_number(name) in GRADED]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN = "### BEGIN HIDDEN TESTS"
@@ -197,7 +197,7 @@ def built(nbgrader_available, tmp_path_factory):
 
 
 def test_every_notebook_has_graded_cells():
-    """Each notebook 01-06 (02b too) has at least one exercise or quiz worth points (nbgrader
+    """Each notebook 01-07 (02b too) has at least one exercise or quiz worth points (nbgrader
     metadata)."""
     missing = [name for name in MUST_BE_GRADED if not graded_cells(self_study(name))]
     assert not missing, f"notebooks without a graded cell (issue 13 marks): {missing}"
