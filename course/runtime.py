@@ -128,8 +128,9 @@ def rows_in_registers(k):
     matmul's few rows in registers (upcast them), so that each weight is read once for all of
     them, then a few outputs too, so that about ACCUMULATORS independent sums are in flight.
     The rows are the axis that the kernel's largest summed-over input (the weights, or the
-    cached keys and values) does not depend on; a kernel without one (a single row) gets
-    tinygrad's heuristics, after an upcast of a small axis that some input does not depend on.
+    cached keys and values) does not depend on; a kernel with no such axis (a single row, or no
+    summed-over input) upcasts instead a small axis that some buffer does not depend on; a few
+    outputs are then upcast as above, and tinygrad's heuristics do the rest.
 
     tinygrad's heuristics compute a kernel over 2 to 9 new tokens one row after the other and so
     read every weight once per row: a pass over 5 tokens cost about 3 steps (3.2, measured
@@ -168,7 +169,8 @@ def reads(k):
 
 
 def largest_read(k):
-    """The axes of the largest input summed over (a matmul's weights): the rows are the others."""
+    """The axes of the largest input summed over (a matmul's weights): the rows are among the
+    others."""
     from tinygrad.uop.ops import AxisType
 
     summed = set(k.axes_of(AxisType.REDUCE, AxisType.GROUP_REDUCE))
