@@ -146,7 +146,7 @@ def rows_in_registers(k):
     rows = None
     if weights:
         rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a not in weights), None)
-    if rows is None:  # one row: a small axis that some input does not depend on, as one
+    if rows is None:  # one row, or no summed-over input: a small axis some buffer ignores
         broadcast = set().union(*[set(range(len(k.rngs))) - axes for axes in reads(k)])
         rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a in broadcast), None)
     if rows is not None:
