@@ -21,24 +21,21 @@ from course.gpt2 import GPT2, Config, padded_vocab, weights
 
 NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2")
 HUB = "https://huggingface.co/{name}/resolve/main/{file}"
-CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 
 
 # ---------- layouts ----------
 
 
 def hf_layout(cfg, key, tensor):
-    """A weight as GPT-2's files hold it: Conv1D layers (in, out), the vocabulary unpadded."""
-    if key == "wte.weight":
-        return tensor[: cfg.vocab_size]
-    return tensor.T if key.endswith(CONV1D) else tensor
+    """A weight as GPT-2's files hold it: the vocabulary unpadded (all else is held as is)."""
+    return tensor[: cfg.vocab_size] if key == "wte.weight" else tensor
 
 
 def model_layout(cfg, key, tensor):
     """The inverse of hf_layout: how GPT2 holds a weight read from GPT-2's files."""
     if key == "wte.weight":
         return tensor.pad(((0, padded_vocab(cfg) - cfg.vocab_size), (0, 0)))
-    return tensor.T if key.endswith(CONV1D) else tensor
+    return tensor
 
 
 def hf_state_dict(model, prefix="transformer."):

@@ -6,9 +6,8 @@ The model only: config, blocks, attention with its cache, the compiled calls tha
 
 A `GPT2` is a specmini model: `model(tokens, start)` returns the logits of tokens[start:] as a
 numpy array of shape (len(tokens) - start, vocab). The parameter names (wte, wpe,
-h.N.attn.c_attn, ...) are those of the safetensors files on the hub. Two layouts differ, for
-speed (`checkpoints` converts them): the linear layers are held (out, in) where the files'
-Conv1D layers are (in, out), and the embedding's rows are padded to a multiple of 64.
+h.N.attn.c_attn, ...) and layouts (linear layers (in, out)) are the hub files'; only the
+embedding's rows are padded, to a multiple of 64, for speed (`checkpoints` pads them).
 
 Two forward passes: `forward` is the reference (whole sequences, as in training), and the
 compiled decoding path (`step`) computes the same logits with a KV cache, each LayerNorm folded
@@ -65,40 +64,46 @@ class Config:
 
 
 class Linear:
-    """x @ weight.T + bias, the weight stored (out, in) as in PyTorch's nn.Linear and nanoGPT.
+    """x @ weight + bias, the weight stored (in, out) as in GPT-2's files (Conv1D) and picoGPT.
 
-    GPT-2's files store these four layers as Conv1D, (in, out), from its TensorFlow days;
-    `checkpoints` transposes them. Stored (out, in), each output is a dot product over
-    contiguous memory, which tinygrad's CPU kernels run about 3x faster.
+    (PyTorch's nn.Linear and nanoGPT: (out, in).) Stored (in, out), neighbouring outputs' weights
+    lie side by side: a CPU kernel loads them as a vector, for all rows (runtime.rows_in_registers).
     """
 
     def __init__(self, n_in, n_out):
-        # drawn (in, out) and transposed: the same initial weights as GPT-2's own layout gives
-        self.weight = Tensor.normal(n_in, n_out, std=0.02).T.contiguous()
+        self.weight = Tensor.normal(n_in, n_out, std=0.02)
         self.bias = Tensor.zeros(n_out)
 
     def __call__(self, x):
-        return x @ self.weight.T + self.bias
+        return x @ self.weight + self.bias
+
+
+@dataclass
+class TiedHead:
+    """The output head, tied to the token embedding: its (vocab, n_embd) rows read (in, out)."""
+
+    embedding: Embedding
+    weight = property(lambda self: self.embedding.weight.T)  # a transposed view, not a copy
 
 
 class NormLinear:
     """linear(ln(x)) in one kernel: the LayerNorm `ln` folded into the matmul that follows it.
 
     With g, s the norm's gain and shift, mean and rstd = 1 / std of each row of x, and W
-    stored (in, out) for the formula (here it is W.T, see Linear):
+    stored (in, out):
         layer_norm(x) @ W + b  =  rstd * (x @ (g W) - mean * colsum(g W))  +  (s @ W + b)
     so the matmul reads x as it is and the norm becomes two numbers per row, applied after the
     sum. Unfolded, a GPU runs three more kernels (mean, variance, normalise) per norm.
     `fold` computes colsum(g W) and s @ W + b from the weights as they are at that moment.
     """
 
-    def __init__(self, ln, linear):  # linear: anything with a weight (out, in), a bias or not
+    def __init__(self, ln, linear):  # linear: anything with a weight (in, out), a bias or not
         self.ln, self.linear = ln, linear
 
     def fold(self):
         ln, weight, bias = self.ln, self.linear.weight, getattr(self.linear, "bias", None)
-        self.colsum = (weight.float() * ln.weight.float()).sum(1).contiguous()  # (out,), once
-        shift = weight.float() @ ln.bias.float()
+        self.colsum = (ln.weight.float().reshape(-1, 1) * weight.float()).sum(0).contiguous()
+        shift = ln.bias.float() @ weight.float()  # (out,), as colsum: once, at fold
         self.bias = (shift if bias is None else shift + bias.float()).contiguous()
         return self.colsum, self.bias
 
@@ -106,7 +111,7 @@ class NormLinear:
         moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
         mean, rstd = moments[0], (moments[1] - moments[0].square() + self.ln.eps).rsqrt()
         # the gain applied to x as the matmul reads it: n_embd products per row, not one per weight
-        xw = (x * self.ln.weight).matmul(self.linear.weight.T, dtype=dtypes.float)
+        xw = (x * self.ln.weight).matmul(self.linear.weight, dtype=dtypes.float)
         return (rstd * (xw - mean * self.colsum) + self.bias).cast(x.dtype)
 
 
@@ -197,7 +202,7 @@ class GPT2:
         self.wpe = Embedding(cfg.n_positions, cfg.n_embd)
         self.h = [Block(cfg) for _ in range(cfg.n_layer)]
         self.ln_f = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
-        self.ln_f_head = NormLinear(self.ln_f, self.wte)  # the output head, tied to wte
+        self.ln_f_head = NormLinear(self.ln_f, TiedHead(self.wte))  # the head, tied to wte
         self.cached = []  # the tokens whose keys and values sit in the caches, in order
         self.computed = 0  # how many positions the last call ran through the model
         # TinyJit replays the kernels it captured for one shape: one compiled call per count of

@@ -33,8 +33,8 @@ class NumpyGPT2:
         w, eps = self.w, self.config.layer_norm_epsilon
         return layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
 
-    def linear(self, x, name):  # weights held (out, in), as gpt2.py holds them
-        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+    def linear(self, x, name):  # weights held (in, out), as the files and gpt2.py hold them
+        return x @ self.w[name + ".weight"] + self.w[name + ".bias"]
 
     def run(self, tokens, positions, mask, past, exits=None):
         """New tokens at `positions`, after the keys and values in `past` (one (keys, values)

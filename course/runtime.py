@@ -121,16 +121,23 @@ def kernels(jit):
 # ---------- the course's kernel rule ----------
 
 ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (x86-64: 16 vector registers)
+VECTOR = 8  # outputs a CPU kernel updates per weight load: two 4-wide vectors (tinygrad loads <= 4)
 
 
 def rows_in_registers(k):
-    """The course's rule for a CPU kernel, applied before tinygrad's own heuristics: keep a
-    matmul's few rows in registers (upcast them), so that each weight is read once for all of
-    them, then a few outputs too, so that about ACCUMULATORS independent sums are in flight.
-    The rows are the axis that the kernel's largest summed-over input (the weights, or the
-    cached keys and values) does not depend on; a kernel with no such axis (a single row, or no
-    summed-over input) upcasts instead a small axis that some buffer does not depend on; a few
-    outputs are then upcast as above, and tinygrad's heuristics do the rest.
+    """The course's rule for a CPU kernel with a sum (a matmul): keep its few rows in registers
+    (upcast them), so that each weight is read once for all of them. Returns the kernel and
+    whether it is finished (tinygrad's heuristics must not touch it further).
+
+    The rows are the small axis that the kernel's largest summed-over input (the weights, or the
+    cached keys and values) does not depend on. Where those weights lie side by side along an
+    output (stored (in, out)), the kernel loads VECTOR neighbouring outputs' weights as vectors
+    and updates VECTOR sums per row from each load; it is then finished: no unrolled sum (its
+    chains of scalar additions do not vectorise) and threads only as tinygrad gives them, for
+    large kernels. Otherwise (weights summed along their contiguous axis, as the output head
+    and q @ k.T read theirs) a few outputs are upcast too, so that about ACCUMULATORS sums are
+    in flight, and tinygrad's heuristics do the rest; with no such rows (a single row, or no
+    summed-over input), a small axis that some buffer does not depend on is upcast instead.
 
     tinygrad's heuristics compute a kernel over 2 to 9 new tokens one row after the other and so
     read every weight once per row: a pass over 5 tokens cost about 3 steps (3.2, measured
@@ -143,21 +150,56 @@ def rows_in_registers(k):
         return [(a, k.full_shape[a]) for a in k.upcastable_dims if isinstance(k.full_shape[a], int)]
 
     weights = largest_read(k)
-    rows = None
-    if weights:
-        rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a not in weights), None)
-    if rows is None:  # one row, or no summed-over input: a small axis some buffer ignores
-        broadcast = set().union(*[set(range(len(k.rngs))) - axes for axes in reads(k)])
+    axes = reads(k)[weights] if weights is not None else set()
+    rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a not in axes), None)
+
+    def outputs_side_by_side():  # an output axis along which the weights have stride 1
+        beside = unit_stride(k, weights)
+        return next((a for a, n in sizes() if a in beside and n % VECTOR == 0), None)
+
+    if weights is not None and outputs_side_by_side() is not None:
+        if rows is not None:  # all rows at once up to 9 (2 vector sums each stay in registers)
+            whole = rows[1] <= 9 or rows[1] % 4
+            k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0 if whole else 4))  # else 4 at a time
+        k.apply_opt(Opt(OptOps.UPCAST, outputs_side_by_side(), VECTOR))  # axes renumbered
+        threads(k)
+        return k, True
+    if weights is None or rows is None:  # one row, or no summed-over input
+        broadcast = set().union(*[set(range(len(k.rngs))) - a for a in reads(k)])
         rows = next(((a, n) for a, n in sizes() if 2 <= n <= 16 and a in broadcast), None)
     if rows is not None:
         k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0))  # 0: the whole axis
-        weights = largest_read(k)  # the upcast axis moved: the axes are numbered anew
+    weights = largest_read(k)  # the upcast axis moved: the axes are numbered anew
+    axes = reads(k)[weights] if weights is not None else set()
     in_flight = rows[1] if rows else 1
-    outputs = next(((a, n) for a, n in reversed(sizes()) if n > 16 and a in weights), None)
+    outputs = next(((a, n) for a, n in reversed(sizes()) if n > 16 and a in axes), None)
     amount = next((m for m in (8, 4, 2) if in_flight * m <= ACCUMULATORS), None)
     if outputs is not None and amount is not None and outputs[1] % amount == 0:
         k.apply_opt(Opt(OptOps.UPCAST, outputs[0], amount))
-    return k
+    return k, False
+
+
+def threads(k):
+    """Split a kernel over CPU threads as tinygrad's heuristics do: only a kernel of at least
+    128K multiply-adds per thread, over an axis the count divides."""
+    from tinygrad.codegen.opt import KernelOptError, Opt, OptOps
+    from tinygrad.uop.ops import AxisType
+
+    if not (k.ren.has_threads and k.ren.global_max is not None):
+        return
+    work = 1
+    for s in k.full_shape:
+        work *= s if isinstance(s, int) else s.vmax
+    for n in [t for t in (32, 16, 12, 8, 6, 5, 4, 3, 2) if t <= k.ren.global_max[0]]:
+        if work // (128 << 10) < n:
+            continue
+        axis = next((a for a in k.axes_of(AxisType.WEAK) if k.full_shape[a] % n == 0), None)
+        if axis is not None:
+            try:
+                k.apply_opt(Opt(OptOps.THREAD, axis, n))
+                return
+            except KernelOptError:
+                pass
 
 
 def reads(k):
@@ -168,9 +210,17 @@ def reads(k):
     ]
 
 
+def unit_stride(k, i):
+    """The axes along which buffer i's consecutive elements lie side by side (stride 1)."""
+    from tinygrad.uop.ops import Ops
+
+    terms = k.bufs[i].src[1].get_idx().split_uop(Ops.ADD)
+    return {a for a, rng in enumerate(k.rngs) if any(t is rng for t in terms)}
+
+
 def largest_read(k):
-    """The axes of the largest input summed over (a matmul's weights): the rows are among the
-    others."""
+    """Which buffer is the largest input summed over (a matmul's weights), or None: the rows are
+    the axes it does not depend on."""
     from tinygrad.uop.ops import AxisType
 
     summed = set(k.axes_of(AxisType.REDUCE, AxisType.GROUP_REDUCE))
@@ -182,7 +232,8 @@ def largest_read(k):
             n *= s if isinstance(s, int) else s.vmax
         return n
 
-    return max((axes for axes in reads(k) if axes & summed), key=elements, default=set())
+    candidates = [(elements(a), i) for i, a in enumerate(reads(k)) if a & summed]
+    return max(candidates)[1] if candidates else None
 
 
 def install_kernel_rule():
@@ -198,7 +249,10 @@ def install_kernel_rule():
     def with_course_rule(k):
         if k.ren.target.device == "CPU" and k.reduceop is not None:
             try:
-                k = rows_in_registers(k.copy())
+                ruled, finished = rows_in_registers(k.copy())
+                if finished:
+                    return ruled
+                k = ruled
             except KernelOptError:  # a shape the rule does not fit: tinygrad's alone
                 pass
         return hand_coded(k)
