@@ -214,7 +214,7 @@ def unit_stride(k, i):
     """The axes along which buffer i's consecutive elements lie side by side (stride 1)."""
     from tinygrad.uop.ops import Ops
 
-    terms = k.bufs[i].src[1].get_idx().split_uop(Ops.ADD)
+    terms = list(k.bufs[i].src[1].get_idx().split_uop(Ops.ADD))  # a generator: read once
     return {a for a, rng in enumerate(k.rngs) if any(t is rng for t in terms)}
 
 
