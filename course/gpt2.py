@@ -80,10 +80,10 @@ class Linear:
 
 @dataclass
 class TiedHead:
-    """The output head, tied to the token embedding: its (vocab, n_embd) rows read (in, out)."""
+    """The output head: `weight` is the embedding (vocab, n_embd) seen transposed, (in, out)."""
 
     embedding: Embedding
-    weight = property(lambda self: self.embedding.weight.T)  # a transposed view, not a copy
+    weight = property(lambda self: self.embedding.weight.T)  # a view; sums run along its rows
 
 
 class NormLinear:

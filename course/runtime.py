@@ -132,7 +132,8 @@ def rows_in_registers(k):
     The rows are the small axis that the kernel's largest summed-over input (the weights, or the
     cached keys and values) does not depend on. Where those weights lie side by side along an
     output (stored (in, out)), the kernel loads VECTOR neighbouring outputs' weights as vectors
-    and updates VECTOR sums per row from each load; it is then finished: no unrolled sum (its
+    and updates VECTOR sums per row from each load (all rows at once up to 9; 12 or 16 rows, as
+    in a prompt's chunk, 4 at a time); it is then finished: no unrolled sum (its
     chains of scalar additions do not vectorise) and threads only as tinygrad gives them, for
     large kernels. Otherwise (weights summed along their contiguous axis, as the output head
     and q @ k.T read theirs) a few outputs are upcast too, so that about ACCUMULATORS sums are
@@ -158,9 +159,9 @@ def rows_in_registers(k):
         return next((a for a, n in sizes() if a in beside and n % VECTOR == 0), None)
 
     if weights is not None and outputs_side_by_side() is not None:
-        if rows is not None:  # all rows at once up to 9 (2 vector sums each stay in registers)
+        if rows is not None:  # up to 9 rows at once (2 vector sums per row; past 8 a few spill)
             whole = rows[1] <= 9 or rows[1] % 4
-            k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0 if whole else 4))  # else 4 at a time
+            k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0 if whole else 4))  # 12 or 16: 4 at a time
         k.apply_opt(Opt(OptOps.UPCAST, outputs_side_by_side(), VECTOR))  # axes renumbered
         threads(k)
         return k, True
@@ -211,7 +212,8 @@ def reads(k):
 
 
 def unit_stride(k, i):
-    """The axes along which buffer i's consecutive elements lie side by side (stride 1)."""
+    """The axes of stride 1 in buffer i: those whose range is a bare term (coefficient 1) of
+    its index, so that neighbouring positions along them are neighbours in memory."""
     from tinygrad.uop.ops import Ops
 
     terms = list(k.bufs[i].src[1].get_idx().split_uop(Ops.ADD))  # a generator: read once
@@ -219,8 +221,8 @@ def unit_stride(k, i):
 
 
 def largest_read(k):
-    """Which buffer is the largest input summed over (a matmul's weights), or None: the rows are
-    the axes it does not depend on."""
+    """The index in k.bufs of the largest input summed over (a matmul's weights), or None: the
+    rows are the axes it does not depend on."""
     from tinygrad.uop.ops import AxisType
 
     summed = set(k.axes_of(AxisType.REDUCE, AxisType.GROUP_REDUCE))
