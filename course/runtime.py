@@ -188,9 +188,7 @@ def threads(k):
 
     if not (k.ren.has_threads and k.ren.global_max is not None):
         return
-    work = 1
-    for s in k.full_shape:
-        work *= s if isinstance(s, int) else s.vmax
+    work = elements(k, range(len(k.full_shape)))
     for n in [t for t in (32, 16, 12, 8, 6, 5, 4, 3, 2) if t <= k.ren.global_max[0]]:
         if work // (128 << 10) < n:
             continue
@@ -226,16 +224,17 @@ def largest_read(k):
     from tinygrad.uop.ops import AxisType
 
     summed = set(k.axes_of(AxisType.REDUCE, AxisType.GROUP_REDUCE))
-
-    def elements(axes):
-        n = 1
-        for a in axes:
-            s = k.full_shape[a]
-            n *= s if isinstance(s, int) else s.vmax
-        return n
-
-    candidates = [(elements(a), i) for i, a in enumerate(reads(k)) if a & summed]
+    candidates = [(elements(k, a), i) for i, a in enumerate(reads(k)) if a & summed]
     return max(candidates)[1] if candidates else None
+
+
+def elements(k, axes):
+    """How many points a kernel's axes span, a symbolic size (a position) taken at its largest."""
+    n = 1
+    for a in axes:
+        size = k.full_shape[a]
+        n *= size if isinstance(size, int) else size.vmax
+    return n
 
 
 def install_kernel_rule():
