@@ -9,9 +9,9 @@ numpy array of shape (len(tokens) - start, vocab). The parameter names (wte, wpe
 h.N.attn.c_attn, ...) and layouts (linear layers (in, out)) are the hub files'; only the
 embedding's rows are padded, to a multiple of 64, for speed (`checkpoints` pads them).
 
-Two forward passes: `forward` is the reference (whole sequences, as in training), and the
-compiled decoding path (`step`) computes the same logits with a KV cache, each LayerNorm folded
-into the matmul after it, in as few GPU kernels as tinygrad can make of it.
+Two forward passes: `forward`, the reference (whole sequences, as in training), and `step`, the
+compiled decoding path: the same logits with a KV cache and each LayerNorm folded into the matmul
+after it, in as few GPU kernels as tinygrad makes of it, from weights laid out for the device.
 """
 
 from dataclasses import dataclass
@@ -27,8 +27,7 @@ from course.toys import gpt2_parameters
 runtime.install_kernel_rule()  # a CPU matmul's rows in registers: a pass over K + 1 ~ a step
 
 TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # all three are the tanh formula
-# new-token counts with a compiled call: each K + 1 up to K = 8 (a call padded to a larger count
-# costs that count), then 16 for prompts; other counts are padded up
+# new-token counts with a compiled call: each K + 1 up to K = 8, then 16 for prompts; others padded
 BUCKETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 16)
 CHUNK = BUCKETS[-1]  # the most new positions per compiled call; longer inputs go in chunks
 
@@ -64,11 +63,8 @@ class Config:
 
 
 class Linear:
-    """x @ weight + bias, the weight stored (in, out) as in GPT-2's files (Conv1D) and picoGPT.
-
-    (PyTorch's nn.Linear and nanoGPT: (out, in).) Stored (in, out), neighbouring outputs' weights
-    lie side by side: a CPU kernel loads them as a vector, for all rows (runtime.rows_in_registers).
-    """
+    """x @ weight + bias, weights (in, out) as in GPT-2's files and picoGPT (nanoGPT: (out, in));
+    `step`, for decoding, reads the copy that GPT2.fold lays out for the device (runtime.lay_out)"""
 
     def __init__(self, n_in, n_out):
         self.weight = Tensor.normal(n_in, n_out, std=0.02)
@@ -76,6 +72,9 @@ class Linear:
 
     def __call__(self, x):
         return x @ self.weight + self.bias
+
+    def step(self, x):
+        return runtime.matmul(x, self.laid_out) + self.bias
 
 
 @dataclass
@@ -111,7 +110,8 @@ class NormLinear:
         moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
         mean, rstd = moments[0], (moments[1] - moments[0].square() + self.ln.eps).rsqrt()
         # the gain applied to x as the matmul reads it: n_embd products per row, not one per weight
-        xw = (x * self.ln.weight).matmul(self.linear.weight, dtype=dtypes.float)
+        weight = getattr(self.linear, "laid_out", self.linear.weight)  # the head's: as it is
+        xw = runtime.matmul(x * self.ln.weight, weight, dtype=dtypes.float)
         return (rstd * (xw - mean * self.colsum) + self.bias).cast(x.dtype)
 
 
@@ -156,7 +156,7 @@ class Attention:
         if x.device == "CPU":  # a kernel more, but each exp computed once, not once per column of v
             weights = weights.contiguous()
         y = (weights @ v) / weights.sum(-1, keepdim=True)  # (B, nh, T, hs)
-        return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+        return self.c_proj.step(y.transpose(1, 2).reshape(B, T, C))
 
 
 class FeedForward:
@@ -167,8 +167,8 @@ class FeedForward:
         if cfg.activation_function not in TANH_GELUS + ("gelu",):
             raise ValueError(f"unsupported activation_function {cfg.activation_function!r}")
 
-    def __call__(self, x, c_fc=None):
-        return self.c_proj((c_fc or self.c_fc)(x).gelu(approximate=self.approximate))
+    def __call__(self, x):
+        return self.c_proj(self.c_fc(x).gelu(approximate=self.approximate))
 
 
 class Block:
@@ -190,7 +190,7 @@ class Block:
     def step(self, x, start_pos):
         """The same block with a KV cache: ln_1 and ln_2 folded into c_attn and c_fc."""
         x = x + self.attn.step(self.ln_1_c_attn, x, start_pos)
-        return x + self.mlp(x, c_fc=self.ln_2_c_fc)
+        return x + self.mlp.c_proj.step(self.ln_2_c_fc(x).gelu(approximate=self.mlp.approximate))
 
 
 class GPT2:
@@ -205,16 +205,15 @@ class GPT2:
         self.ln_f_head = NormLinear(self.ln_f, TiedHead(self.wte))  # the head, tied to wte
         self.cached = []  # the tokens whose keys and values sit in the caches, in order
         self.computed = 0  # how many positions the last call ran through the model
-        # TinyJit replays the kernels it captured for one shape: one compiled call per count of
-        # new tokens (`buckets`). A count that is a Variable would give every kernel a launch
-        # grid empty at 0, which CUDA graphs refuse. The position and the token ids are Variables.
+        # one compiled call (TinyJit) per count of new tokens, `buckets`: as a Variable, a count
+        # would give every kernel a launch grid empty at 0, which CUDA graphs refuse
         if not set(buckets) <= set(BUCKETS) or 1 not in buckets:
             raise ValueError(f"buckets must include 1 and be among {BUCKETS}, got {buckets}")
         self.buckets = tuple(sorted(buckets))
         self.pos_var = UOp.variable("start_pos", 0, cfg.n_positions - 1)
         self.token_vars = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(CHUNK)]
         self.compiled = {}  # new-token count -> TinyJit
-        self.folded = False  # the NormLinears' sums, computed with the first compiled call
+        self.folded = False  # see `fold`: done with the first compiled call
 
     def forward(self, tokens):
         """Logits (B, T, vocab) of a (B, T) batch of whole sequences: training and reference."""
@@ -268,25 +267,24 @@ class GPT2:
             runtime.capture_at_once(self.compiled[size])
         # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
-        tokens = [v.bind(t) for v, t in zip(self.token_vars, padded, strict=False)]
+        values = dict(zip([self.pos_var, *self.token_vars], [pos, *padded], strict=False))
         with runtime.compiling(self.beam):  # beam > 0: tinygrad's kernel search (BEAM)
-            logits = runtime.read_out(self.compiled[size](self.pos_var.bind(pos), *tokens))
+            logits = runtime.run(self.compiled[size], values)
         return logits[: len(chunk), : self.config.vocab_size]
 
     def compile(self):
-        """Build every compiled call now, so that no timed call pays for it. TinyJit runs a call
-        once as it is and captures it on its second; `run` has it capture on its first, since
-        the caches already exist (`fold` makes them) and an uncaptured run would only schedule
-        the call once more: seconds for a deep model on a CPU. Writes cache positions
-        0 .. n - 1, then forgets them."""
+        """Build every compiled call now, so that no timed call pays for it. `run` has TinyJit
+        capture a call on its first run, not its second (the caches exist: `fold` makes them):
+        a run uncaptured would schedule it once more, seconds for a deep model on a CPU.
+        Writes cache positions 0 .. n - 1, then forgets them."""
         for n in self.buckets:
             self.run([0] * n, 0)
         self.reset()
         return self
 
     def fold(self):
-        """The folded norms' sums (NormLinear.fold), from the weights as they are now, and the
-        caches, in the weights' dtype."""
+        """From the weights as they are now: the folded norms' sums (NormLinear.fold), the
+        linear layers' laid-out copies (runtime.lay_out) and the caches, in the weights' dtype."""
         # Each weight its own contiguous buffer: freshly initialised random weights are lazy
         # views of a larger random buffer, which compiled calls would read 10x slower
         Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
@@ -294,6 +292,8 @@ class GPT2:
         Tensor.realize(*[t for n in norms for t in n.fold()])
         for block in self.h:
             block.attn.make_cache(self.config.n_embd, self.wte.weight.dtype, self.wte.weight.device)
+            for linear in (block.attn.c_attn, block.attn.c_proj, block.mlp.c_fc, block.mlp.c_proj):
+                linear.laid_out = runtime.lay_out(linear.weight).realize()  # what `step` reads
         self.folded = True
 
     @property
@@ -336,7 +336,7 @@ def padded_vocab(cfg):
 def weights(model):
     """The learned tensors under the hub's names (neither the caches nor the folded norms)."""
     modules = {"wte": model.wte, "wpe": model.wpe, "h": model.h, "ln_f": model.ln_f}
-    derived = {"qkv_cache", "ln_1_c_attn", "ln_2_c_fc"}
+    derived = {"qkv_cache", "ln_1_c_attn", "ln_2_c_fc", "laid_out"}
     return {k: v for k, v in get_state_dict(modules).items() if not set(k.split(".")) & derived}
 
 

@@ -83,6 +83,70 @@ def capture_at_once(jit):
     jit.cnt = 1  # TinyJit counts calls; it captures at cnt == 1
 
 
+def run(jit, values):
+    """Run a compiled call (a TinyJit) whose inputs are Variables, given as {Variable: value};
+    return a copy of the values it computes. Once captured on HCQ2 it is replayed (`Replay`);
+    otherwise TinyJit runs it, each Variable bound to its value."""
+    replay = getattr(jit, "course_replay", None)
+    if replay is None and jit.captured is not None and name() == "HCQ2":
+        replay = jit.course_replay = Replay.of(jit)  # False where it cannot replay this call
+    if replay:
+        return replay({var.expr: value for var, value in values.items()})
+    return read_out(jit(*[var.bind(value) for var, value in values.items()]))
+
+
+class Replay:
+    """A captured call replayed on HCQ2 with none of TinyJit's bookkeeping per call.
+
+    On HCQ2 a captured call is one program that submits the call's command buffer (every
+    kernel, encoded once) to the worker thread that runs them. Each call, TinyJit looks up the
+    buffers of all the call's kernels (hundreds for the target) before it runs that program,
+    and binding the Variables and reading the output tensor cost as much again: together half
+    of the draft's call and a sixth of the target's step (about 0.1 and 0.35 ms, 2-core AMD
+    EPYC). Replay looks the buffers up once, runs the program as tinygrad's `exec_hcq` does
+    with only the Variables' values new, waits, and copies the output from a view kept of its
+    buffer. A call with input tensors (the course's take none) or in more than one submit is
+    left to TinyJit."""
+
+    def __init__(self, jit):
+        import numpy as np
+        from tinygrad import Device
+        from tinygrad.engine.realize import get_runtime, resolve_params
+
+        (call,) = jit.captured.linear.src
+        self.program, device = call.src[0].src[0], call.arg.aux.device[0]
+        self.device, out = Device[device], jit.captured.ret
+        found = resolve_params(call, ())
+        args = [found[i].buffer.ensure_allocated() for i in self.program.arg.globals]
+        self.args = [b.get_buf(device) for b in args]
+        self.runtime = get_runtime(device, self.program)
+        view = out._buffer().as_memoryview(allow_zero_copy=True)  # the buffer every replay fills
+        self.out = np.frombuffer(view, dtype=out.dtype.fmt).reshape(out.shape)
+
+    @classmethod
+    def of(cls, jit):
+        """A Replay of this captured call, or False where it is not one submit without inputs."""
+        from tinygrad import Tensor
+        from tinygrad.uop.ops import Ops
+
+        calls, captured = jit.captured.linear.src, jit.captured
+        if len(calls) != 1 or calls[0].src[0].op is not Ops.CUSTOM_FUNCTION:
+            return False
+        info = calls[0].arg.aux
+        alone = not captured.expected_input_info and not info.input_idxs
+        one = calls[0].src[0].arg == "hcq" and len(info.device) == 1
+        return cls(jit) if alone and one and isinstance(captured.ret, Tensor) else False
+
+    def __call__(self, var_vals):
+        rt = self.device.rt_buffer()._buf.va_addr + self.device.rt_allocator.alloc(0)
+        var_vals = {**var_vals, "hcq_inputs_ptr": rt}  # as exec_hcq: no inputs, an empty table
+        grid, local = self.program.arg.launch_dims(var_vals)
+        vals = self.program.arg.vals(var_vals)
+        self.runtime(*self.args, global_size=grid, local_size=local, vals=vals)
+        self.device.synchronize()
+        return self.out.copy()
+
+
 def read_out(t):
     """A realized tensor's values, copied out of its buffer (the next replay overwrites it). On a
     CPU in place: `Tensor.numpy()` schedules a copy on every call, a third of a draft step."""
@@ -178,6 +242,29 @@ def rows_in_registers(k):
     if outputs is not None and amount is not None and outputs[1] % amount == 0:
         k.apply_opt(Opt(OptOps.UPCAST, outputs[0], amount))
     return k, False
+
+
+def lay_out(weight):
+    """A linear layer's weights (in, out) as the decoding path reads them. On a CPU, packed
+    (out / VECTOR, in, VECTOR): each group of VECTOR outputs has its weights in one contiguous
+    run, which a kernel then reads from start to end (`matmul`), where (in, out) has it read
+    32 bytes from every row, a stride that the CPU's prefetcher follows less well. A step of
+    the offline target took 1.22 ms instead of 2.00 (0.7x at 130 cached positions; 2-core AMD
+    EPYC, in one process, not stored), with identical logits: the same sums in the same order.
+    Elsewhere (a GPU's threads read neighbouring outputs together) the weights as they are."""
+    n_in, n_out = weight.shape
+    if not str(weight.device).startswith("CPU") or n_out % VECTOR:
+        return weight
+    return weight.reshape(n_in, n_out // VECTOR, VECTOR).permute(1, 0, 2).contiguous()
+
+
+def matmul(x, weight, dtype=None):
+    """x @ weight, the weights as `lay_out` returns them: (in, out) or (groups, in, VECTOR)."""
+    if weight.ndim == 2:
+        return x.matmul(weight, dtype=dtype)
+    groups, n_in, width = weight.shape
+    y = (x.reshape(*x.shape[:-1], 1, n_in, 1) * weight).sum(-2, dtype=dtype)  # (..., groups, width)
+    return y.reshape(*x.shape[:-1], groups * width)
 
 
 def threads(k):

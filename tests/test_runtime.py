@@ -2,6 +2,7 @@
 (checked against the pinned version, so that an upgrade fails here, loudly), and the course's
 kernel rule. Both runtimes are run, each in a process of its own: tinygrad reads HCQ2 once."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -55,6 +56,16 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     with Context(PARALLEL=0):  # compiling
         pass
     assert 'getenv("HCQ2")' in Path(realize.__file__).read_text()  # choose: read at import
+    # Replay runs a captured call's one submit as exec_hcq does: the same steps, the same names
+    from tinygrad.engine.jit import CapturedJit
+    from tinygrad.runtime.support.hcq2 import HCQInfo
+
+    exec_hcq = inspect.getsource(realize.exec_hcq)
+    for step in ("rt_allocator.alloc(", '"hcq_inputs_ptr"', "exec_kernel(", "info.input_idxs"):
+        assert step in exec_hcq, step
+    assert {"ret", "expected_input_info"} <= set(CapturedJit.__dataclass_fields__)
+    assert {"device", "input_idxs"} <= set(HCQInfo.__dataclass_fields__)
+    assert callable(realize.resolve_params) and callable(realize.get_runtime)
 
 
 @pytest.mark.parametrize(
@@ -88,10 +99,13 @@ from course import checkpoints, gpt2, runtime
 model = checkpoints.load({str(FIXTURE)!r}, buckets=(1, 5, 16))
 tokens = [int(t) for t in np.random.default_rng(0).integers(0, model.config.vocab_size, 30)]
 model(tokens[:24], 0)
-step = model(tokens[:25], 24)  # one new token against the cache
-verify = model(tokens[:29], 24)  # a pass over 5 new tokens
-np.save(OUT, np.concatenate([step, verify]))
-print(json.dumps({{"runtime": runtime.name(),
+calls, other = [], tokens[:24] + [(t + 1) % model.config.vocab_size for t in tokens[24:]]
+for seq in (tokens, other):  # a compiled call's first call captures it; on HCQ2 the next replay
+    calls.append(model(seq[:25], 24))  # one new token against the cache
+    calls.append(model(seq[:29], 24))  # a pass over 5 new tokens
+np.save(OUT, np.concatenate(calls))
+replayed = [n for n, jit in model.compiled.items() if getattr(jit, "course_replay", False)]
+print(json.dumps({{"runtime": runtime.name(), "replayed": sorted(replayed),
                   "kernels": {{n: len(k) for n, k in gpt2.kernel_counts(model).items()}}}}))
 """
 
@@ -105,7 +119,24 @@ def test_both_runtimes_give_identical_logits_and_count_the_same_kernels(tmp_path
     fast, default = seen["1"], seen["0"]
     assert (fast["runtime"], default["runtime"]) == ("HCQ2", "default")
     assert np.array_equal(fast["logits"], default["logits"])  # the same kernels, bit for bit
+    assert not np.allclose(fast["logits"][:6], fast["logits"][6:])  # other tokens, other logits
+    assert (fast["replayed"], default["replayed"]) == ([1, 5, 16], [])  # 16: the prompt's 2nd chunk
     assert fast["kernels"] == default["kernels"] and all(fast["kernels"].values())
+
+
+def test_laid_out_weights_give_the_same_products_and_only_on_a_cpu():
+    from tinygrad import Tensor
+
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(5, 24)).astype(np.float32))
+    w = Tensor(rng.normal(size=(24, 40)).astype(np.float32)).realize()
+    packed = runtime.lay_out(w).realize()
+    assert packed.shape == (40 // runtime.VECTOR, 24, runtime.VECTOR)  # 8 outputs in one run
+    assert np.array_equal(packed.numpy()[1, :, 3], w.numpy()[:, runtime.VECTOR + 3])
+    np.testing.assert_allclose(runtime.matmul(x, packed).numpy(), (x @ w).numpy(), rtol=1e-6)
+    assert runtime.lay_out(w[:, :36]).shape == (24, 36)  # 36 outputs: not in runs of 8
+    on_gpu = Tensor.empty(24, 40, device="NULL")  # a GPU's threads read neighbouring outputs
+    assert runtime.lay_out(on_gpu) is on_gpu
 
 
 def test_the_rule_keeps_a_passes_rows_in_registers():
