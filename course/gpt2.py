@@ -168,7 +168,10 @@ class FeedForward:
             raise ValueError(f"unsupported activation_function {cfg.activation_function!r}")
 
     def __call__(self, x):
-        return self.c_proj(self.c_fc(x).gelu(approximate=self.approximate))
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+    def gelu(self, x):
+        return x.gelu(approximate=self.approximate)
 
 
 class Block:
@@ -190,14 +193,13 @@ class Block:
     def step(self, x, start_pos):
         """The same block with a KV cache: ln_1 and ln_2 folded into c_attn and c_fc."""
         x = x + self.attn.step(self.ln_1_c_attn, x, start_pos)
-        return x + self.mlp.c_proj.step(self.ln_2_c_fc(x).gelu(approximate=self.mlp.approximate))
+        return x + self.mlp.c_proj.step(runtime.kernel_of_its_own(self.mlp.gelu, self.ln_2_c_fc(x)))
 
 
 class GPT2:
     def __init__(self, cfg=Config(), buckets=BUCKETS, beam=0):
         self.config, self.beam = cfg, beam  # beam: see `run`
-        # the vocabulary padded to a multiple of 64 rows, as nanoGPT does (50257 -> 50304): the
-        # output head then splits evenly over CPU threads and vector lanes (3x faster here)
+        # the vocabulary padded to a multiple of 64 rows, as nanoGPT does: 3x faster head here
         self.wte = Embedding(padded_vocab(cfg), cfg.n_embd)
         self.wpe = Embedding(cfg.n_positions, cfg.n_embd)
         self.h = [Block(cfg) for _ in range(cfg.n_layer)]
@@ -285,8 +287,7 @@ class GPT2:
     def fold(self):
         """From the weights as they are now: the folded norms' sums (NormLinear.fold), the
         linear layers' laid-out copies (runtime.lay_out) and the caches, in the weights' dtype."""
-        # Each weight its own contiguous buffer: freshly initialised random weights are lazy
-        # views of a larger random buffer, which compiled calls would read 10x slower
+        # each weight its own buffer: new random weights are views of one, read 10x slower
         Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
         norms = [self.ln_f_head] + [n for b in self.h for n in (b.ln_1_c_attn, b.ln_2_c_fc)]
         Tensor.realize(*[t for n in norms for t in n.fold()])
@@ -341,8 +342,7 @@ def weights(model):
 
 
 def kernel_counts(model):
-    """Kernels each compiled call launches, by its count of new tokens. A GPU pays a launch per
-    kernel, so this count, not the bytes, sets a small model's step time."""
+    """Kernels each compiled call launches, by its count of new tokens (a GPU pays per launch)."""
     return {
         n: runtime.kernels(jit)
         for n, jit in sorted(model.compiled.items())

@@ -335,6 +335,8 @@ def install_kernel_rule():
         return
 
     def with_course_rule(k):
+        if k.ren.target.device == "CPU" and k.reduceop is None and transcendental(k):
+            return k  # a plain loop, which clang vectorises (an upcast one, 7x slower: GELU)
         if k.ren.target.device == "CPU" and k.reduceop is not None:
             try:
                 ruled, finished = rows_in_registers(k.copy())
@@ -347,6 +349,23 @@ def install_kernel_rule():
 
     with_course_rule.course_rule = True
     heuristic.hand_coded_optimizations = with_course_rule
+
+
+def transcendental(k):
+    """Whether a kernel computes exp, log or sin (tinygrad writes them out as polynomials)."""
+    from tinygrad.uop.ops import Ops
+
+    return any(u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN) for u in k.ast.toposort())
+
+
+def kernel_of_its_own(f, x):
+    """f(x), on a CPU in a kernel of its own: an elementwise f such as GELU that would otherwise
+    be computed in a matmul's kernel, after its sum, one upcast value after another, which clang
+    does not vectorise; alone, a plain loop that it does (install_kernel_rule). A pass over 5
+    tokens took 0.85x the time (2-core AMD EPYC, in one process, not stored). Elsewhere, f(x)."""
+    if not str(x.device).startswith("CPU"):
+        return f(x)
+    return f(x.contiguous()).contiguous()
 
 
 def compiling(beam=0):
