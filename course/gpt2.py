@@ -237,7 +237,7 @@ class GPT2:
 
     def __call__(self, tokens, start):
         """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
-        if not all(type(t) is int or isinstance(t, np.integer) for t in tokens):  # no bool
+        if not all(t is int or issubclass(t, np.integer) for t in set(map(type, tokens))):
             raise ValueError(f"token ids must be integers, got {list(tokens)[:8]}...")
         tokens = list(map(int, tokens))
         if not 0 <= start <= len(tokens) or len(tokens) > self.config.n_positions:
