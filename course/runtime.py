@@ -112,6 +112,7 @@ class Replay:
         import numpy as np
         from tinygrad import Device
         from tinygrad.engine.realize import get_runtime, resolve_params
+        from tinygrad.helpers import GlobalCounters
 
         (call,) = jit.captured.linear.src
         self.program, device = call.src[0].src[0], call.arg.aux.device[0]
@@ -120,6 +121,8 @@ class Replay:
         args = [found[i].buffer.ensure_allocated() for i in self.program.arg.globals]
         self.args = [b.get_buf(device) for b in args]
         self.runtime = get_runtime(device, self.program)
+        self.counters = GlobalCounters
+        self.launches = len(call.arg.aux.kernels)  # counted as tinygrad counts them
         view = out._buffer().as_memoryview(allow_zero_copy=True)  # the buffer every replay fills
         self.out = np.frombuffer(view, dtype=out.dtype.fmt).reshape(out.shape)
 
@@ -143,6 +146,7 @@ class Replay:
         grid, local = self.program.arg.launch_dims(var_vals)
         vals = self.program.arg.vals(var_vals)
         self.runtime(*self.args, global_size=grid, local_size=local, vals=vals)
+        self.counters.kernel_count += self.launches
         self.device.synchronize()
         return self.out.copy()
 
