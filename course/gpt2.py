@@ -306,8 +306,8 @@ class GPT2:
         self.cached = []
 
     def weights_changed(self):
-        """Drop what was built from the old weights: compiled calls (they replay kernels on the
-        buffers they captured), folded norms, the cache. After `half()` or `load_state`."""
+        """Drop what was built from the old weights (compiled calls, which replay kernels on the
+        buffers they captured; folded norms; laid-out copies; the cache) after any weight change."""
         self.compiled, self.folded, self.cached = {}, False, []
         for block in self.h:
             block.attn.qkv_cache = None  # its dtype follows the weights'

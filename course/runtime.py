@@ -7,7 +7,8 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 
 - the default runtime launches the call's kernels one after the other from Python, tens of
   microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
-  time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians);
+  time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians
+  of 2026-11-25; 291 kernels and 1.76 ms on HCQ2 now, README, Performance);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 
@@ -102,11 +103,12 @@ class Replay:
     kernel, encoded once) to the worker thread that runs them. Each call, TinyJit looks up the
     buffers of all the call's kernels (hundreds for the target) before it runs that program,
     and binding the Variables and reading the output tensor cost as much again: together half
-    of the draft's call and a sixth of the target's step (about 0.1 and 0.35 ms, 2-core AMD
-    EPYC). Replay looks the buffers up once, runs the program as tinygrad's `exec_hcq` does
-    with only the Variables' values new, waits, and copies the output from a view kept of its
-    buffer. A call with input tensors (the course's take none) or in more than one submit is
-    left to TinyJit."""
+    of the draft's call and a sixth of the target's step before the weights were packed (about
+    0.1 and 0.35 ms, 2-core AMD EPYC, not stored). Replay looks the buffers up once, runs the
+    program as tinygrad's `exec_hcq` does with only the Variables' values new (without its
+    profiling), waits, and copies the output from a view kept of its buffer. A call with input
+    tensors (the course's take none), in more than one submit or not on a CPU is left to
+    TinyJit. A TinyJit captured anew would need a new Replay: GPT2 makes new TinyJits instead."""
 
     def __init__(self, jit):
         import numpy as np
@@ -137,7 +139,9 @@ class Replay:
             return False
         info = calls[0].arg.aux
         alone = not captured.expected_input_info and not info.input_idxs
-        one = calls[0].src[0].arg == "hcq" and len(info.device) == 1
+        # on a CPU only: the output is read through a view of host memory (a GPU's is a copy)
+        one = len(info.device) == 1 and info.device[0].split(":")[0] == "CPU"
+        one = one and calls[0].src[0].arg == "hcq"
         return cls(jit) if alone and one and isinstance(captured.ret, Tensor) else False
 
     def __call__(self, var_vals):
@@ -255,7 +259,9 @@ def lay_out(weight):
     32 bytes from every row, a stride that the CPU's prefetcher follows less well. A step of
     the offline target took 1.22 ms instead of 2.00 at 30 cached positions, 1.66 instead of 2.35
     at 130 (2-core AMD EPYC, in one process, not stored), with identical logits.
-    Elsewhere (a GPU's threads read neighbouring outputs together) the weights as they are."""
+    The copy doubles the linear layers' memory on a CPU (19 MB more for the offline target,
+    1.2 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read neighbouring outputs
+    together) the weights as they are."""
     n_in, n_out = weight.shape
     if not str(weight.device).startswith("CPU") or n_out % VECTOR:
         return weight
