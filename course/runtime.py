@@ -256,9 +256,10 @@ def lay_out(weight):
     """A linear layer's weights (in, out) as the decoding path reads them. On a CPU, packed
     (out / VECTOR, in, VECTOR): each group of VECTOR outputs has its weights in one contiguous
     run, which a kernel then reads from start to end (`matmul`), where (in, out) has it read
-    32 bytes from every row, a stride that the CPU's prefetcher follows less well. A step of
-    the offline target took 1.22 ms instead of 2.00 at 30 cached positions, 1.66 instead of 2.35
-    at 130 (2-core AMD EPYC, in one process, not stored), with identical logits.
+    32 bytes from every row (512 bytes to 2 KB in the offline target). A step of the offline
+    target took 1.22 ms instead of 2.00 at 30 cached positions, 1.66 instead of 2.35 at 130
+    (both with the replay; 2-core AMD EPYC, in one process, not stored), with identical logits:
+    probably because the CPU's prefetcher does best on one long run of consecutive addresses.
     The copy doubles the linear layers' memory on a CPU (19 MB more for the offline target,
     1.2 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read neighbouring outputs
     together) the weights as they are."""
