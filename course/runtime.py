@@ -193,23 +193,7 @@ def kernels(jit):
 # ---------- the course's kernel rule ----------
 
 ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (x86-64: 16 vector registers)
-
-
-def vector_registers():
-    """How many vector registers this CPU has: 32 on x86-64 with AVX-512 and on arm64, else 16."""
-    if platform.machine().lower() in ("arm64", "aarch64"):
-        return 32
-    try:
-        with open("/proc/cpuinfo") as f:
-            return 32 if " avx512f" in f.read() else 16
-    except OSError:
-        return 16
-
-
-# outputs a CPU kernel updates per weight load, as 4-wide vectors (tinygrad loads at most 4): 16
-# where 32 registers hold a pass's 5 rows x 16 sums (a pass over 3 to 5 tokens 0.87 to 0.90x the
-# time of 8, 2-core AMD EPYC with AVX-512, in one process, not stored), else 8
-VECTOR = 16 if vector_registers() == 32 else 8
+VECTOR = 8  # outputs a CPU kernel updates per weight load: two 4-wide vectors (tinygrad loads <= 4)
 
 
 def rows_in_registers(k):
