@@ -84,6 +84,11 @@ def capture_at_once(jit):
     jit.cnt = 1  # TinyJit counts calls; it captures at cnt == 1
 
 
+def on_cpu(device):
+    """Whether a tensor's device (a name such as "CPU" or "CPU:1") is the CPU."""
+    return str(device).split(":")[0] == "CPU"
+
+
 def run(jit, values):
     """Run a compiled call (a TinyJit) whose inputs are Variables, given as {Variable: value};
     return a copy of the values it computes. Once captured on HCQ2 it is replayed (`Replay`);
@@ -135,14 +140,14 @@ class Replay:
         from tinygrad.uop.ops import Ops
 
         calls, captured = jit.captured.linear.src, jit.captured
-        if len(calls) != 1 or calls[0].src[0].op is not Ops.CUSTOM_FUNCTION:
+        submit = len(calls) == 1 and calls[0].src[0].op is Ops.CUSTOM_FUNCTION
+        if not (submit and calls[0].src[0].arg == "hcq"):
             return False
         info = calls[0].arg.aux
         alone = not captured.expected_input_info and not info.input_idxs
         # on a CPU only: the output is read through a view of host memory (a GPU's is a copy)
-        one = len(info.device) == 1 and info.device[0].split(":")[0] == "CPU"
-        one = one and calls[0].src[0].arg == "hcq"
-        return cls(jit) if alone and one and isinstance(captured.ret, Tensor) else False
+        cpu = len(info.device) == 1 and on_cpu(info.device[0])
+        return cls(jit) if alone and cpu and isinstance(captured.ret, Tensor) else False
 
     def __call__(self, var_vals):
         rt = self.device.rt_buffer()._buf.va_addr + self.device.rt_allocator.alloc(0)
@@ -264,7 +269,7 @@ def lay_out(weight):
     1.2 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read neighbouring outputs
     together) the weights as they are."""
     n_in, n_out = weight.shape
-    if not str(weight.device).startswith("CPU") or n_out % VECTOR:
+    if not on_cpu(weight.device) or n_out % VECTOR:
         return weight
     return weight.reshape(n_in, n_out // VECTOR, VECTOR).permute(1, 0, 2).contiguous()
 
@@ -374,7 +379,7 @@ def kernel_of_its_own(f, x):
     be computed in a matmul's kernel, after its sum, one upcast value after another, which clang
     does not vectorise; alone, a plain loop that it does (install_kernel_rule). A pass over 5
     tokens took 0.85x the time (2-core AMD EPYC, in one process, not stored). Elsewhere, f(x)."""
-    if not str(x.device).startswith("CPU"):
+    if not on_cpu(x.device):
         return f(x)
     return f(x.contiguous()).contiguous()
 
