@@ -139,8 +139,7 @@ class Attention:
         """Decoding: T new positions from start_pos on, against the cached ones before them.
         `ln_1_c_attn` is c_attn(ln_1(x)), the block's norm folded in (NormLinear)."""
         B, T, C = x.shape
-        nh, hs = self.n_head, C // self.n_head
-        end = start_pos + T
+        nh, hs, end = self.n_head, C // self.n_head, start_pos + T
         # q is cached too, so that the matmul writes its whole output straight into the cache
         qkv = ln_1_c_attn(x).reshape(B, T, 3, nh, hs).permute(2, 0, 3, 1, 4)  # (3, B, nh, T, hs)
         self.qkv_cache[:, :, :, start_pos:end, :].assign(qkv)
@@ -149,7 +148,8 @@ class Attention:
         v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
         att = q @ k.transpose(-1, -2) * (1 / hs**0.5)  # (B, nh, T, end)
         if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
-            future = Tensor.arange(end).reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
+            keys = Tensor.arange(self.max_context + CHUNK)[:end]  # fixed size: no kernel of its own
+            future = keys.reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
             att = future.where(float("-inf"), att)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
         weights = (att - att.max(-1, keepdim=True)).exp()

@@ -198,7 +198,12 @@ def kernels(jit):
 # ---------- the course's kernel rule ----------
 
 ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (x86-64: 16 vector registers)
-VECTOR = 8  # outputs a CPU kernel updates per weight load: two 4-wide vectors (tinygrad loads <= 4)
+VECTOR = 16  # outputs a CPU kernel updates per weight load: one 16-wide vector (WIDEST_LOAD)
+WIDEST_LOAD = 16  # 32-bit values a CPU kernel may load as one vector: AVX-512 1 register, AVX2 2
+# tinygrad 0.14's line that caps a vector load at 4 values (memory_coalescing; install_wide_loads)
+TINYGRAD_LOADS = (
+    'lengths = [8,4,2] if buf.dtype == dtypes.half and getenv("ALLOW_HALF8") else [4,2]'
+)
 
 
 def rows_in_registers(k):
@@ -236,7 +241,7 @@ def rows_in_registers(k):
         return next((a for a, n in sizes() if a in beside and n % VECTOR == 0), None)
 
     if weights is not None and outputs_side_by_side() is not None:
-        if rows is not None:  # up to 9 rows at once (2 vector sums per row; past 8 a few spill)
+        if rows is not None:  # up to 9 rows at once (a vector of sums per row: AVX2 2 registers)
             whole = rows[1] <= 9 or rows[1] % 4
             k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0 if whole else 4))  # 12 or 16: 4 at a time
         k.apply_opt(Opt(OptOps.UPCAST, outputs_side_by_side(), VECTOR))  # axes renumbered
@@ -261,7 +266,7 @@ def lay_out(weight):
     """A linear layer's weights (in, out) as the decoding path reads them. On a CPU, packed
     (out / VECTOR, in, VECTOR): each group of VECTOR outputs has its weights in one contiguous
     run, which a kernel then reads from start to end (`matmul`), where (in, out) has it read
-    32 bytes from every row (512 bytes to 2 KB in the offline target). A step of the offline
+    VECTOR x 4 bytes from every row (512 bytes to 2 KB in the offline target). A step of the offline
     target took 1.22 ms instead of 2.00 at 30 cached positions, 1.66 instead of 2.35 at 130
     (both with the replay; 2-core AMD EPYC, in one process, not stored), with identical logits:
     probably because the CPU's prefetcher does best on one long run of consecutive addresses.
@@ -341,11 +346,12 @@ def elements(k, axes):
 
 
 def install_kernel_rule():
-    """Put `rows_in_registers` in front of tinygrad's heuristics for CPU kernels with a sum.
-    Kernels compile in this process while `compiling()` holds: tinygrad's worker processes
-    would use its heuristics alone."""
+    """Put `rows_in_registers` in front of tinygrad's heuristics for CPU kernels with a sum, and
+    let CPU kernels load wide vectors (`install_wide_loads`). Kernels compile in this process
+    while `compiling()` holds: tinygrad's worker processes would use its heuristics alone."""
     from tinygrad.codegen.opt import KernelOptError, heuristic
 
+    install_wide_loads()
     hand_coded = heuristic.hand_coded_optimizations
     if getattr(hand_coded, "course_rule", False):
         return
@@ -365,6 +371,34 @@ def install_kernel_rule():
 
     with_course_rule.course_rule = True
     heuristic.hand_coded_optimizations = with_course_rule
+
+
+def install_wide_loads():
+    """Let a CPU kernel load up to WIDEST_LOAD neighbouring values as one vector, not 4.
+
+    tinygrad 0.14 groups a kernel's loads into vectors of at most 4 values (its pass
+    `memory_coalescing`), so clang computes a matmul's sums 4 at a time even where the CPU has
+    8 (AVX2) or 16 (AVX-512) lanes: the arithmetic of a pass over 5 tokens then took longer
+    than reading its weights. With 16-wide loads (and VECTOR = 16) a pass over 5 tokens took
+    about 0.75x the time, a step the same, logits identical (2-core AMD EPYC, in one process,
+    not stored). tinygrad has no setting for it: its pass is compiled anew from its own source
+    with that one line (TINYGRAD_LOADS) changed, for CPU kernels only; elsewhere as it was."""
+    import inspect
+
+    import tinygrad.codegen as codegen
+    from tinygrad.codegen.late import coalesce
+
+    if getattr(codegen.memory_coalescing, "course_rule", False):
+        return
+    source = inspect.getsource(coalesce)
+    if TINYGRAD_LOADS not in source:
+        raise RuntimeError("tinygrad's memory_coalescing changed: check install_wide_loads")
+    wide = f"[{', '.join(str(WIDEST_LOAD >> i) for i in range(WIDEST_LOAD.bit_length() - 1))}]"
+    cpu_line = f'lengths = {wide} if ctx.target.device == "CPU" else ' + TINYGRAD_LOADS[10:]
+    namespace = {"__name__": coalesce.__name__}  # a copy of the module; tinygrad's stays as it is
+    exec(compile(source.replace(TINYGRAD_LOADS, cpu_line), coalesce.__file__, "exec"), namespace)
+    namespace["memory_coalescing"].course_rule = True
+    codegen.memory_coalescing = namespace["memory_coalescing"]  # the name the pipeline calls
 
 
 def transcendental(k):

@@ -129,13 +129,13 @@ def test_laid_out_weights_give_the_same_products_and_only_on_a_cpu():
 
     rng = np.random.default_rng(0)
     x = Tensor(rng.normal(size=(5, 24)).astype(np.float32))
-    w = Tensor(rng.normal(size=(24, 40)).astype(np.float32)).realize()
+    w = Tensor(rng.normal(size=(24, 3 * runtime.VECTOR)).astype(np.float32)).realize()
     packed = runtime.lay_out(w).realize()
-    assert packed.shape == (40 // runtime.VECTOR, 24, runtime.VECTOR)  # 8 outputs in one run
+    assert packed.shape == (3, 24, runtime.VECTOR)  # VECTOR outputs in one run
     assert np.array_equal(packed.numpy()[1, :, 3], w.numpy()[:, runtime.VECTOR + 3])
     np.testing.assert_allclose(runtime.matmul(x, packed).numpy(), (x @ w).numpy(), rtol=1e-6)
-    assert runtime.lay_out(w[:, :36]).shape == (24, 36)  # 36 outputs: not in runs of 8
-    on_gpu = Tensor.empty(24, 40, device="NULL")  # a GPU's threads read neighbouring outputs
+    assert runtime.lay_out(w[:, :36]).shape == (24, 36)  # 36 outputs: not in runs of VECTOR
+    on_gpu = Tensor.empty(24, 48, device="NULL")  # a GPU's threads read neighbouring outputs
     assert runtime.lay_out(on_gpu) is on_gpu
 
 
@@ -151,7 +151,7 @@ def test_the_rule_keeps_a_passes_rows_in_registers():
     # weights held (in, out): attention out, MLP in and MLP out load 8 neighbouring outputs'
     # weights as vectors for all 5 rows (q/k/v too where a head's width is a multiple of 8;
     # the fixture's heads are 12 wide). Fails if the rule finds no output axis of stride 1.
-    vectors = [n for n in rows_upcast if f"{UPCAST}8\x1b" in n]
+    vectors = [n for n in rows_upcast if f"{UPCAST}{runtime.VECTOR}\x1b" in n]
     assert len(vectors) == 3 * model.config.n_layer, names
     # each block's GELU (a kernel of its own) and softmax's exp: plain loops, which clang
     # vectorises; tinygrad's upcast would leave them scalar (fails without the rule's branch)
@@ -164,3 +164,18 @@ def test_the_rule_leaves_kernels_it_does_not_fit_to_tinygrad():
 
     x = Tensor.arange(7 * 3).reshape(7, 3).float()
     assert x.sum(1).tolist() == [float(3 * i * 3 + 3) for i in range(7)]  # no crash, right sums
+
+
+def test_cpu_kernels_load_wide_vectors(capfd):
+    from tinygrad import Context, Tensor
+
+    runtime.install_kernel_rule()  # as importing course.gpt2 does
+    rng = np.random.default_rng(1)
+    x = Tensor(rng.normal(size=(5, 64)).astype(np.float32))
+    w = Tensor(rng.normal(size=(64, 48)).astype(np.float32)).realize()
+    packed = runtime.lay_out(w).realize()
+    with runtime.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
+        y = runtime.matmul(x, packed).numpy()
+    # one load per VECTOR weights (tinygrad's own pass loads at most 4 floats at once)
+    assert f"ext_vector_type({runtime.WIDEST_LOAD})" in capfd.readouterr().out
+    np.testing.assert_allclose(y, x.numpy() @ w.numpy(), rtol=1e-5, atol=1e-5)
