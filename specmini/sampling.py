@@ -25,8 +25,8 @@ def check_pair(target_probs, draft_probs):
     target_probs, draft_probs = np.asarray(target_probs, float), np.asarray(draft_probs, float)
     for name, probs in [("target_probs", target_probs), ("draft_probs", draft_probs)]:
         require(probs.ndim > 0 and probs.shape[-1] > 0, f"{name} has no vocabulary: {probs.shape}")
-        require(np.all((probs >= 0) & (probs <= 1)), f"{name} has NaN, negative or > 1 entries")
-        require(np.allclose(probs.sum(-1), 1, atol=1e-6), f"{name} rows must sum to 1")
+        require(((probs >= 0) & (probs <= 1)).all(), f"{name} has NaN, negative or > 1 entries")
+        require((np.abs(probs.sum(-1) - 1) <= 1e-5).all(), f"{name} rows must sum to 1")
     require(target_probs.shape == draft_probs.shape, "target_probs and draft_probs differ in shape")
     return target_probs, draft_probs
 
@@ -40,7 +40,7 @@ def probabilities(logits, temperature=1.0):
     positive, and a still larger gap keeps it at zero.
     """
     logits = np.asarray(logits, dtype=np.float64)
-    require(np.all(np.isfinite(logits)), "logits must be finite: NaN or infinite values found")
+    require(np.isfinite(logits).all(), "logits must be finite: NaN or infinite values found")
     require(temperature >= 0, f"temperature must be >= 0, got {temperature}")
     if temperature == 0:  # greedy, exactly; ties go to the lowest token id, as in np.argmax
         return (np.arange(logits.shape[-1]) == logits.argmax(-1)[..., None]).astype(np.float64)
@@ -74,7 +74,7 @@ def speculative_accept(draft_tokens, target_probs, draft_probs, uniforms):
     uniforms = np.asarray(uniforms, dtype=np.float64)
     tokens = [as_int(t, "each draft token id", 0, target_probs.shape[-1] - 1) for t in draft_tokens]
     require(target_probs.shape[:-1] == uniforms.shape == (len(tokens),), "need one row per token")
-    require(np.all((uniforms >= 0) & (uniforms <= 1)), "uniforms must lie in [0, 1]")
+    require(((uniforms >= 0) & (uniforms <= 1)).all(), "uniforms must lie in [0, 1]")
     # A draft only draws tokens it gives mass: each must be nonzero (so > 0, as none is negative).
     require(draft_probs[range(len(tokens)), tokens].all(), "draft token with draft probability 0")
     for i, token in enumerate(tokens):  # the test itself: keep each draft while it passes
