@@ -8,7 +8,8 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 - the default runtime launches the call's kernels one after the other from Python, tens of
   microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
   time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians
-  of 2026-11-25; 291 kernels and 1.76 ms on HCQ2 now, README, Performance);
+  of 2026-11-25; 291 kernels and 1.67 to 2.05 ms on HCQ2, fastest and median, in the latest
+  stored benchmark: README, Performance);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 
@@ -266,10 +267,11 @@ def lay_out(weight):
     """A linear layer's weights (in, out) as the decoding path reads them. On a CPU, packed
     (out / VECTOR, in, VECTOR): each group of VECTOR outputs has its weights in one contiguous
     run, which a kernel then reads from start to end (`matmul`), where (in, out) has it read
-    VECTOR x 4 bytes from every row (512 bytes to 2 KB in the offline target). A step of the offline
-    target took 1.22 ms instead of 2.00 at 30 cached positions, 1.66 instead of 2.35 at 130
-    (both with the replay; 2-core AMD EPYC, in one process, not stored), with identical logits:
-    probably because the CPU's prefetcher does best on one long run of consecutive addresses.
+    VECTOR x 4 bytes from every row (512 bytes to 2 KB in the offline target). Packed by 8 (VECTOR
+    was 8 then), a step of the offline target took 1.22 ms instead of 2.00 at 30 cached
+    positions, 1.66 instead of 2.35 at 130 (both with the replay; 2-core AMD EPYC, in one
+    process, not stored), with identical logits: probably because the CPU's prefetcher does best
+    on one long run of consecutive addresses.
     The copy doubles the linear layers' memory on a CPU (19 MB more for the offline target,
     1.2 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read neighbouring outputs
     together) the weights as they are."""
