@@ -22,7 +22,7 @@ from tinygrad.nn import Embedding, LayerNorm
 from tinygrad.nn.state import get_state_dict
 
 from course import runtime
-from course.toys import gpt2_parameters
+from course.toys import first_difference, gpt2_parameters
 
 runtime.install_kernel_rule()  # a CPU matmul's rows in registers: a pass over K + 1 ~ a step
 
@@ -239,18 +239,20 @@ class GPT2:
         """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
         if not all(t is int or issubclass(t, np.integer) for t in set(map(type, tokens))):
             raise ValueError(f"token ids must be integers, got {list(tokens)[:8]}...")
-        tokens = list(map(int, tokens))
+        tokens = list(tokens)
         if not 0 <= start <= len(tokens) or len(tokens) > self.config.n_positions:
             raise ValueError(
                 f"need 0 <= start <= len(tokens) <= n_positions = {self.config.n_positions}, "
                 f"got start={start}, len(tokens)={len(tokens)}"
             )
-        if tokens and not (min(tokens) >= 0 and max(tokens) < self.config.vocab_size):
+        # keep the cache for the longest common prefix (up to start), whose ids were checked
+        # when they were computed: check, convert and recompute only the tokens after it
+        kept = common_prefix(self.cached, tokens, start)
+        tokens = self.cached[:kept] + list(map(int, tokens[kept:]))
+        if not all(0 <= t < self.config.vocab_size for t in tokens[kept:]):
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
         if start == len(tokens):
             return np.zeros((0, self.config.vocab_size), dtype=np.float32)
-        # keep the cache for the longest common prefix (up to start); recompute all after it
-        kept = common_prefix(self.cached, tokens, start)
         self.computed = len(tokens) - kept
         self.cached, rows, chunk = tokens[:kept], [], self.buckets[-1]
         for i in range(kept, len(tokens), chunk):
@@ -324,10 +326,7 @@ def common_prefix(cached, tokens, limit):
     """How many leading tokens two texts share, at most `limit`: the cache entries to keep."""
     if cached[:limit] == tokens[: min(limit, len(cached))]:  # the usual case, compared at once
         return min(limit, len(cached))
-    kept = 0
-    while cached[kept] == tokens[kept]:  # they differ before min(limit, len(cached))
-        kept += 1
-    return kept
+    return first_difference(cached, tokens)  # which lies before min(limit, len(cached))
 
 
 def padded_vocab(cfg):

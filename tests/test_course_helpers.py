@@ -76,9 +76,6 @@ def test_each_shared_algorithm_has_one_home():
     one_home(("show_rounds", "slider_panel"), "display.py")
     counting = "sum(r.ended_with == " + '"correction"'  # accept tests run: counted once
     assert [p.name for p in MODULES if counting in p.read_text()] == ["toys.py"]
-    loop = "kept " + "+= 1"  # the longest common prefix of the cache and a text, counted
-    kept_loops = [p.name for p in MODULES if loop in p.read_text()]
-    assert kept_loops == ["gpt2.py"], kept_loops
     # where two token lists first differ: by name, and the loop over the pairs or the positions
     one_home(("first_difference",), "toys.py")
     pairs = r"enumerate\(zip\([^()]*\)\)\s+if\s+\w+\s*!=\s*\w+"

@@ -148,8 +148,8 @@ def test_the_rule_keeps_a_passes_rows_in_registers():
     # and its two attention products read each cached key and value once for them; the head too
     # (q/k/v kept its rows in a loop until the rule picked rows by the weights they share)
     assert len(rows_upcast) == 6 * model.config.n_layer + 1, names
-    # weights held (in, out): attention out, MLP in and MLP out load 8 neighbouring outputs'
-    # weights as vectors for all 5 rows (q/k/v too where a head's width is a multiple of 8;
+    # weights held (in, out): attention out, MLP in and MLP out load VECTOR neighbouring outputs'
+    # weights as vectors for all 5 rows (q/k/v too where a head's width is a multiple of VECTOR;
     # the fixture's heads are 12 wide). Fails if the rule finds no output axis of stride 1.
     vectors = [n for n in rows_upcast if f"{UPCAST}{runtime.VECTOR}\x1b" in n]
     assert len(vectors) == 3 * model.config.n_layer, names
