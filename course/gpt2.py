@@ -148,7 +148,8 @@ class Attention:
         v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
         att = q @ k.transpose(-1, -2) * (1 / hs**0.5)  # (B, nh, T, end)
         if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
-            keys = Tensor.arange(self.max_context + CHUNK)[:end]  # fixed size: no kernel of its own
+            # of fixed size, then cut: an arange of symbolic length is a kernel of its own, O(end^2)
+            keys = Tensor.arange(self.max_context + CHUNK)[:end]
             future = keys.reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
             att = future.where(float("-inf"), att)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
@@ -237,16 +238,16 @@ class GPT2:
 
     def __call__(self, tokens, start):
         """specmini's model protocol: the logits of tokens[start:], (len(tokens) - start, vocab)."""
+        tokens = list(tokens)  # first: the checks below would use up a generator
         if not all(t is int or issubclass(t, np.integer) for t in set(map(type, tokens))):
-            raise ValueError(f"token ids must be integers, got {list(tokens)[:8]}...")
-        tokens = list(tokens)
+            raise ValueError(f"token ids must be integers, got {tokens[:8]}...")
         if not 0 <= start <= len(tokens) or len(tokens) > self.config.n_positions:
             raise ValueError(
                 f"need 0 <= start <= len(tokens) <= n_positions = {self.config.n_positions}, "
                 f"got start={start}, len(tokens)={len(tokens)}"
             )
-        # keep the cache for the longest common prefix (up to start), whose ids were checked
-        # when they were computed: check, convert and recompute only the tokens after it
+        # keep the cache for the longest common prefix (up to start): its ids passed these checks
+        # when computed, so only the rest are range-checked (the types of all, since 1.0 == 1)
         kept = common_prefix(self.cached, tokens, start)
         tokens = self.cached[:kept] + list(map(int, tokens[kept:]))
         if not all(0 <= t < self.config.vocab_size for t in tokens[kept:]):

@@ -198,7 +198,7 @@ def kernels(jit):
 
 # ---------- the course's kernel rule ----------
 
-ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (x86-64: 16 vector registers)
+ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (AVX2: 16 vector registers)
 VECTOR = 16  # outputs a CPU kernel updates per weight load: one 16-wide vector (WIDEST_LOAD)
 WIDEST_LOAD = 16  # 32-bit values a CPU kernel may load as one vector: AVX-512 1 register, AVX2 2
 # tinygrad 0.14's line that caps a vector load at 4 values (memory_coalescing; install_wide_loads)
@@ -242,7 +242,7 @@ def rows_in_registers(k):
         return next((a for a, n in sizes() if a in beside and n % VECTOR == 0), None)
 
     if weights is not None and outputs_side_by_side() is not None:
-        if rows is not None:  # up to 9 rows at once (a vector of sums per row: AVX2 2 registers)
+        if rows is not None:  # up to 9 rows at once, a vector of sums each (AVX2 spills past 7)
             whole = rows[1] <= 9 or rows[1] % 4
             k.apply_opt(Opt(OptOps.UPCAST, rows[0], 0 if whole else 4))  # 12 or 16: 4 at a time
         k.apply_opt(Opt(OptOps.UPCAST, outputs_side_by_side(), VECTOR))  # axes renumbered
@@ -378,13 +378,16 @@ def install_kernel_rule():
 def install_wide_loads():
     """Let a CPU kernel load up to WIDEST_LOAD neighbouring values as one vector, not 4.
 
-    tinygrad 0.14 groups a kernel's loads into vectors of at most 4 values (its pass
+    tinygrad 0.14 groups a kernel's loads and stores into vectors of at most 4 values (its pass
     `memory_coalescing`), so clang computes a matmul's sums 4 at a time even where the CPU has
     8 (AVX2) or 16 (AVX-512) lanes: the arithmetic of a pass over 5 tokens then took longer
     than reading its weights. With 16-wide loads (and VECTOR = 16) a pass over 5 tokens took
-    about 0.75x the time, a step the same, logits identical (2-core AMD EPYC, in one process,
-    not stored). tinygrad has no setting for it: its pass is compiled anew from its own source
-    with that one line (TINYGRAD_LOADS) changed, for CPU kernels only; elsewhere as it was."""
+    0.75x the time and a step the same, logits identical (2-core AMD EPYC, in one process,
+    alternating, not stored); the stored runs agree less: the benchmark's fastest 5-token pass
+    0.96x, notebook 06's 0.73x with its step 0.79x (README, Performance). tinygrad has no
+    setting for it: its module is executed anew from its own source with that one line
+    (TINYGRAD_LOADS) changed, for CPU kernels only (any 32-bit or 16-bit buffer, loads and
+    stores), and only its `memory_coalescing` is used; elsewhere as it was."""
     import inspect
 
     import tinygrad.codegen as codegen

@@ -26,6 +26,7 @@ def check_pair(target_probs, draft_probs):
     for name, probs in [("target_probs", target_probs), ("draft_probs", draft_probs)]:
         require(probs.ndim > 0 and probs.shape[-1] > 0, f"{name} has no vocabulary: {probs.shape}")
         require(((probs >= 0) & (probs <= 1)).all(), f"{name} has NaN, negative or > 1 entries")
+        # rows from float32 logits sum to 1 within about 1e-6; a wrong row is off by far more
         require((np.abs(probs.sum(-1) - 1) <= 1e-5).all(), f"{name} rows must sum to 1")
     require(target_probs.shape == draft_probs.shape, "target_probs and draft_probs differ in shape")
     return target_probs, draft_probs

@@ -282,6 +282,22 @@ def test_token_ids_must_be_integers(model, bad):
     assert model(PROMPT[:3] + [np.int64(5)], 0).shape == (4, 128)  # numpy integers are fine
 
 
+def test_ids_are_checked_with_a_warm_cache_too(model):
+    vocab, prompt = model.config.vocab_size, PROMPT[:6]
+    model.reset()
+    first = model(prompt, 0)
+    with pytest.raises(ValueError, match="token ids must lie in"):
+        model(prompt + [vocab], len(prompt))  # past the vocabulary, after the cached prefix
+    assert model.cached == prompt  # refused before the cache changed
+    for bad in (float(prompt[0]), True):  # equal to a cached id (1.0 == 1), still refused
+        with pytest.raises(ValueError, match="token ids must be integers"):
+            model([bad] + prompt[1:], len(prompt) - 1)
+    assert np.array_equal(model(np.array(prompt), 0), first)  # a numpy array of ids
+    model(np.array(prompt + [5]), len(prompt))  # warm: only the new id computed
+    assert model.computed == 1 and model.cached == prompt + [5]
+    assert model(iter(prompt), len(prompt) - 1).shape == (1, vocab)  # a generator, read once
+
+
 @pytest.mark.parametrize("damage", ["truncated", "empty", "random bytes", "bad header"])
 def test_corrupt_weight_files_get_one_clear_error(tmp_path, damage):
     data = (FIXTURE / "model.safetensors").read_bytes()
