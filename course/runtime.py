@@ -199,8 +199,8 @@ def kernels(jit):
 # ---------- the course's kernel rule ----------
 
 ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (AVX2: 16 vector registers)
-VECTOR = 16  # outputs a CPU kernel updates per weight load: one 16-wide vector (WIDEST_LOAD)
 WIDEST_LOAD = 16  # 32-bit values a CPU kernel may load as one vector: AVX-512 1 register, AVX2 2
+VECTOR = WIDEST_LOAD  # outputs a CPU kernel updates per weight load: one vector of weights
 # tinygrad 0.14's line that caps a vector load at 4 values (memory_coalescing; install_wide_loads)
 TINYGRAD_LOADS = (
     'lengths = [8,4,2] if buf.dtype == dtypes.half and getenv("ALLOW_HALF8") else [4,2]'
@@ -398,8 +398,9 @@ def install_wide_loads():
     source = inspect.getsource(coalesce)
     if TINYGRAD_LOADS not in source:
         raise RuntimeError("tinygrad's memory_coalescing changed: check install_wide_loads")
-    wide = f"[{', '.join(str(WIDEST_LOAD >> i) for i in range(WIDEST_LOAD.bit_length() - 1))}]"
-    cpu_line = f'lengths = {wide} if ctx.target.device == "CPU" else ' + TINYGRAD_LOADS[10:]
+    wide = [WIDEST_LOAD >> i for i in range(WIDEST_LOAD.bit_length() - 1)]  # 16, 8, 4, 2
+    elsewhere = TINYGRAD_LOADS.removeprefix("lengths = ")
+    cpu_line = f'lengths = {wide} if ctx.target.device == "CPU" else {elsewhere}'
     namespace = {"__name__": coalesce.__name__}  # a copy of the module; tinygrad's stays as it is
     exec(compile(source.replace(TINYGRAD_LOADS, cpu_line), coalesce.__file__, "exec"), namespace)
     namespace["memory_coalescing"].course_rule = True
