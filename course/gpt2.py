@@ -1,13 +1,12 @@
 """GPT-2 in tinygrad, named like Hugging Face's checkpoints, with a KV cache for speculation.
 
-The model only: config, blocks, attention with its cache, the compiled calls that decode.
-`course.checkpoints` reads and writes its files, `course.tokenizers` makes its tokens, and
-`course.numpy_gpt2` is the same model in plain numpy.
+The model only (`course.checkpoints` reads and writes its files, `course.tokenizers` makes its
+tokens, `course.numpy_gpt2` is the same model in plain numpy).
 
-A `GPT2` is a specmini model: `model(tokens, start)` returns the logits of tokens[start:] as a
-numpy array of shape (len(tokens) - start, vocab). The parameter names (wte, wpe,
-h.N.attn.c_attn, ...) and layouts (linear layers (in, out)) are the hub files'; only the
-embedding's rows are padded, to a multiple of 64, for speed (`checkpoints` pads them).
+A `GPT2` is a specmini model: `model(tokens, start)` returns the logits of tokens[start:], a
+numpy array (len(tokens) - start, vocab). Parameter names (wte, wpe, h.N.attn.c_attn, ...) and
+layouts (linear layers (in, out)) are the hub files'; the embedding's rows are padded to a
+multiple of 64, for speed (`checkpoints` pads them).
 
 Two forward passes: `forward`, the reference (whole sequences, as in training), and `step`, the
 compiled decoding path: the same logits with a KV cache and each LayerNorm folded into the matmul
@@ -88,12 +87,10 @@ class TiedHead:
 class NormLinear:
     """linear(ln(x)) in one kernel: the LayerNorm `ln` folded into the matmul that follows it.
 
-    With g, s the norm's gain and shift, mean and rstd = 1 / std of each row of x, and W
-    stored (in, out):
+    With g, s the norm's gain and shift, mean and rstd = 1 / std of each row of x, W (in, out):
         layer_norm(x) @ W + b  =  rstd * (x @ (g W) - mean * colsum(g W))  +  (s @ W + b)
-    so the matmul reads x as it is and the norm becomes two numbers per row, applied after the
-    sum. Unfolded, a GPU runs three more kernels (mean, variance, normalise) per norm.
-    `fold` computes colsum(g W) and s @ W + b from the weights as they are at that moment.
+    so the norm becomes two numbers per row, applied after the sum (unfolded, a GPU runs three
+    more kernels per norm). `fold` computes colsum(g W) and s @ W + b from the weights as they are.
     """
 
     def __init__(self, ln, linear):  # linear: anything with a weight (in, out), a bias or not
@@ -109,9 +106,12 @@ class NormLinear:
     def __call__(self, x):
         moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
         mean, rstd = moments[0], (moments[1] - moments[0].square() + self.ln.eps).rsqrt()
-        # the gain applied to x as the matmul reads it: n_embd products per row, not one per weight
+        # the gain applied to x: n_embd products per row, not one per weight; for several rows
+        # stored first, or a CPU's matmul redoes them for every VECTOR outputs (5 rows: 2x longer)
+        xg = x * self.ln.weight
+        xg = xg.contiguous() if x.shape[-2] > 1 and runtime.on_cpu(x.device) else xg
         weight = getattr(self.linear, "laid_out", self.linear.weight)  # the head's: as it is
-        xw = runtime.matmul(x * self.ln.weight, weight, dtype=dtypes.float)
+        xw = runtime.matmul(xg, weight, dtype=dtypes.float)
         return (rstd * (xw - mean * self.colsum) + self.bias).cast(x.dtype)
 
 
@@ -146,10 +146,13 @@ class Attention:
         q = self.qkv_cache[0, :, :, start_pos:end, :]  # (B, nh, T, hs)
         k = self.qkv_cache[1, :, :, :end, :]  # (B, nh, end, hs)
         v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
-        att = q @ k.transpose(-1, -2) * (1 / hs**0.5)  # (B, nh, T, end)
+        # on a CPU q @ k.T's kernel finds each key with a division and a modulo; for one row a
+        # dot product per key, reading k in order, is faster (for 5 rows, their chains of sums)
+        one_row = T == 1 and runtime.on_cpu(x.device)
+        qk = (q.unsqueeze(3) * k.unsqueeze(2)).sum(-1) if one_row else q @ k.transpose(-1, -2)
+        att = qk * (1 / hs**0.5)  # (B, nh, T, end)
         if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
-            # of fixed size, then cut: an arange of symbolic length is a kernel of its own, O(end^2)
-            keys = Tensor.arange(self.max_context + CHUNK)[:end]
+            keys = Tensor.arange(self.max_context + CHUNK)[:end]  # arange(end) would be O(end^2)
             future = keys.reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
             att = future.where(float("-inf"), att)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
@@ -278,10 +281,7 @@ class GPT2:
         return logits[: len(chunk), : self.config.vocab_size]
 
     def compile(self):
-        """Build every compiled call now, so that no timed call pays for it. `run` has TinyJit
-        capture a call on its first run, not its second (the caches exist: `fold` makes them):
-        a run uncaptured would schedule it once more, seconds for a deep model on a CPU.
-        Writes cache positions 0 .. n - 1, then forgets them."""
+        """Build every compiled call now, so that no timed call pays for it; cache left empty."""
         for n in self.buckets:
             self.run([0] * n, 0)
         self.reset()
