@@ -8,8 +8,8 @@ import course  # noqa: F401
 # ones fill in around them (longest processing time first).
 LONGEST_FIRST = (
     "tests/test_student_edition.py",  # 220: nbgrader runs every graded notebook
-    "notebooks/06_gpt2_tinygrad.ipynb",  # 88
-    "notebooks/07_going_further.ipynb",  # 70
+    "notebooks/06_gpt2_tinygrad.ipynb",  # 82
+    "notebooks/07_going_further.ipynb",  # 59
     "tests/test_benchmark.py",  # 75
     "tests/test_gpt2.py",  # 75
     "tests/test_gpu_path.py",  # 60
