@@ -107,7 +107,7 @@ class NormLinear:
         moments = Tensor.stack(x, x * x).float().mean(-1, keepdim=True)  # E[x], E[x^2]: one pass
         mean, rstd = moments[0], (moments[1] - moments[0].square() + self.ln.eps).rsqrt()
         # the gain applied to x: n_embd products per row, not one per weight; for several rows
-        # stored first, or a CPU's matmul redoes them for every VECTOR outputs (5 rows: 2x longer)
+        # stored first, or a CPU's matmul redoes them for every VECTOR outputs (5 rows: 1.7x longer)
         xg = x * self.ln.weight
         xg = xg.contiguous() if x.shape[-2] > 1 and runtime.on_cpu(x.device) else xg
         weight = getattr(self.linear, "laid_out", self.linear.weight)  # the head's: as it is
@@ -146,8 +146,8 @@ class Attention:
         q = self.qkv_cache[0, :, :, start_pos:end, :]  # (B, nh, T, hs)
         k = self.qkv_cache[1, :, :, :end, :]  # (B, nh, end, hs)
         v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
-        # on a CPU q @ k.T's kernel finds each key with a division and a modulo; for one row a
-        # dot product per key, reading k in order, is faster (for 5 rows, their chains of sums)
+        # on a CPU q @ k.T's kernel finds each key with a division and a modulo; for one row a dot
+        # product per key reads k in order (for several rows each sum is a chain: q @ k.T is faster)
         one_row = T == 1 and runtime.on_cpu(x.device)
         qk = (q.unsqueeze(3) * k.unsqueeze(2)).sum(-1) if one_row else q @ k.transpose(-1, -2)
         att = qk * (1 / hs**0.5)  # (B, nh, T, end)
@@ -157,7 +157,7 @@ class Attention:
             att = future.where(float("-inf"), att)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
         weights = (att - att.max(-1, keepdim=True)).exp()
-        if x.device == "CPU":  # a kernel more, but each exp computed once, not once per column of v
+        if runtime.on_cpu(x.device):  # a kernel more, each exp computed once, not per column of v
             weights = weights.contiguous()
         y = (weights @ v) / weights.sum(-1, keepdim=True)  # (B, nh, T, hs)
         return self.c_proj.step(y.transpose(1, 2).reshape(B, T, C))
@@ -281,7 +281,8 @@ class GPT2:
         return logits[: len(chunk), : self.config.vocab_size]
 
     def compile(self):
-        """Build every compiled call now, so that no timed call pays for it; cache left empty."""
+        """Build every compiled call now, so that no timed call pays for it (each is captured at
+        its first run: runtime.capture_at_once, not run uncaptured once); the cache ends empty."""
         for n in self.buckets:
             self.run([0] * n, 0)
         self.reset()
@@ -300,10 +301,8 @@ class GPT2:
                 linear.laid_out = runtime.lay_out(linear.weight).realize()  # what `step` reads
         self.folded = True
 
-    @property
-    def max_context(self):
-        """How many tokens a call may hold: prompt + new tokens must fit (specmini checks it)."""
-        return self.config.n_positions
+    # how many tokens a call may hold: prompt + new tokens must fit (specmini checks it)
+    max_context = property(lambda self: self.config.n_positions)
 
     def reset(self):  # forget the cache (its buffers stay allocated and are overwritten)
         self.cached = []
