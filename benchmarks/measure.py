@@ -44,6 +44,7 @@ def measure(peers, case, k):
     times, runs, spec_stats = {p.name: {} for p in peers}, [], {}
 
     def sample(peer, key, call, repeat=1):
+        time.sleep(timing.SETTLE_S)  # the other framework's threads idle first (timing.SETTLE_S)
         times[peer.name].setdefault(key, []).append(seconds(call, repeat))
 
     for rep in range(case.reps):

@@ -9,6 +9,11 @@ import statistics
 import time
 from pathlib import Path
 
+# The pause before each timed run in a race: PyTorch's threads keep spinning on the cores for a
+# while after their last call, so a run right after PyTorch's was slowed (a tinygrad step 1.29 ms
+# just after PyTorch work, 0.90 ms after this pause, 0.80 ms alone: 2-core AMD EPYC, 2026-11-26)
+SETTLE_S = 0.05
+
 
 def seconds(call, repeat=1):
     """Wall time of one call of `call()`, averaged over `repeat` calls in a row."""
@@ -58,6 +63,7 @@ def race(runs, prompts, models, reps):
             for name, run in runs.items():
                 for model in models:
                     model.reset()
+                time.sleep(SETTLE_S)  # no run pays for the threads of the run before it
                 start = time.perf_counter()
                 last[name, i] = run(prompt, rep)
                 spent[name] += time.perf_counter() - start

@@ -286,3 +286,21 @@ def test_time_outside_counts_what_is_not_inside_the_models():
     ms, g = speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))
     assert len(g.tokens) == 12
     assert 3.0 <= ms < 4.5, ms  # the models' 2 ms per call are not counted
+
+
+def test_the_race_pauses_before_every_timed_run_and_not_inside_it(monkeypatch):
+    # PyTorch's threads spin on the cores after their last call: a run right after one of its
+    # runs was slowed, so every run starts after a pause, which its time does not include
+    from course import timing
+    from course.toys import TARGET_ABC, constant_model
+
+    model = constant_model(TARGET_ABC)
+    pauses, sleep = [], timing.time.sleep
+    monkeypatch.setattr(timing.time, "sleep", lambda s: (pauses.append(s), sleep(s)))
+    runs = {
+        name: lambda prompt, seed: specmini.autoregressive(model, prompt, 4, seed=seed)
+        for name in ("a", "b")
+    }
+    per_token, _ = timing.race(runs, [[0], [1], [2]], [], reps=2)
+    assert pauses == [timing.SETTLE_S] * (2 * 3 * 2)  # runs x prompts x repetitions
+    assert all(t["median"] < timing.SETTLE_S / 40 for t in per_token.values())  # pause untimed
