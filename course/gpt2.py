@@ -120,7 +120,7 @@ class Attention:
         self.n_head, self.max_context = cfg.n_head, cfg.n_positions
         self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
-        self.qkv_cache = None  # q, k and v of every position (make_cache, before the first step)
+        self.qkv_cache = self.keys_t = None  # the caches, made before the first step (make_cache)
 
     def __call__(self, x):
         """Training and reference: the whole sequence at once, each position sees its past."""
@@ -131,34 +131,36 @@ class Attention:
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
     def make_cache(self, n_embd, dtype, device):
-        """q, k and v of every position, batch 1, with room for a padded chunk past the context."""
-        shape = (3, 1, self.n_head, self.max_context + CHUNK, n_embd // self.n_head)
+        """q, k and v of every position, batch 1, with room for a padded chunk past the context
+        (whole key blocks); on a CPU the keys again, (B, nh, hs, positions): attend_in_blocks."""
+        room = runtime.key_blocks(self.max_context + CHUNK) * runtime.KEY_BLOCK
+        shape = (3, 1, self.n_head, room, n_embd // self.n_head)
         self.qkv_cache = Tensor.zeros(*shape, dtype=dtype, device=device).contiguous().realize()
+        if runtime.on_cpu(device):
+            self.keys_t = self.qkv_cache[1].transpose(-1, -2).contiguous().realize()
 
-    def step(self, ln_1_c_attn, x, start_pos):
+    def step(self, ln_1_c_attn, x, start_pos, blocks):
         """Decoding: T new positions from start_pos on, against the cached ones before them.
-        `ln_1_c_attn` is c_attn(ln_1(x)), the block's norm folded in (NormLinear)."""
+        `ln_1_c_attn` is c_attn(ln_1(x)), the block's norm folded in (NormLinear); `blocks` of
+        runtime.KEY_BLOCK keys hold positions 0 .. start_pos + T - 1 (a CPU reads them)."""
         B, T, C = x.shape
         nh, hs, end = self.n_head, C // self.n_head, start_pos + T
         # q is cached too, so that the matmul writes its whole output straight into the cache
         qkv = ln_1_c_attn(x).reshape(B, T, 3, nh, hs).permute(2, 0, 3, 1, 4)  # (3, B, nh, T, hs)
         self.qkv_cache[:, :, :, start_pos:end, :].assign(qkv)
         q = self.qkv_cache[0, :, :, start_pos:end, :]  # (B, nh, T, hs)
+        if runtime.on_cpu(x.device):  # over whole blocks of keys, without q @ k.T's division
+            y = runtime.attend_in_blocks(q, self.qkv_cache, self.keys_t, start_pos, blocks)
+            return self.c_proj.step(y.transpose(1, 2).reshape(B, T, C))
         k = self.qkv_cache[1, :, :, :end, :]  # (B, nh, end, hs)
         v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
-        # on a CPU q @ k.T's kernel finds each key with a division and a modulo; for one row a dot
-        # product per key reads k in order (for several rows each sum is a chain: q @ k.T is faster)
-        one_row = T == 1 and runtime.on_cpu(x.device)
-        qk = (q.unsqueeze(3) * k.unsqueeze(2)).sum(-1) if one_row else q @ k.transpose(-1, -2)
-        att = qk * (1 / hs**0.5)  # (B, nh, T, end)
+        att = q @ k.transpose(-1, -2) * (1 / hs**0.5)  # (B, nh, T, end)
         if T > 1:  # new token i sits at position start_pos + i and sees keys 0 .. start_pos + i
-            keys = Tensor.arange(self.max_context + CHUNK)[:end]  # arange(end) would be O(end^2)
+            keys = Tensor.arange(self.qkv_cache.shape[3])[:end]  # arange(end) would be O(end^2)
             future = keys.reshape(1, end) > Tensor.arange(T).reshape(T, 1) + start_pos
             att = future.where(float("-inf"), att)  # compared in place: no mask buffer
         # softmax, divided after the sum over keys: one kernel less than softmax(att) @ v
         weights = (att - att.max(-1, keepdim=True)).exp()
-        if runtime.on_cpu(x.device):  # a kernel more, each exp computed once, not per column of v
-            weights = weights.contiguous()
         y = (weights @ v) / weights.sum(-1, keepdim=True)  # (B, nh, T, hs)
         return self.c_proj.step(y.transpose(1, 2).reshape(B, T, C))
 
@@ -194,9 +196,9 @@ class Block:
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
-    def step(self, x, start_pos):
+    def step(self, x, start_pos, blocks):
         """The same block with a KV cache: ln_1 and ln_2 folded into c_attn and c_fc."""
-        x = x + self.attn.step(self.ln_1_c_attn, x, start_pos)
+        x = x + self.attn.step(self.ln_1_c_attn, x, start_pos, blocks)
         return x + self.mlp.c_proj.step(runtime.kernel_of_its_own(self.mlp.gelu, self.ln_2_c_fc(x)))
 
 
@@ -217,7 +219,9 @@ class GPT2:
             raise ValueError(f"buckets must include 1 and be among {BUCKETS}, got {buckets}")
         self.buckets = tuple(sorted(buckets))
         self.pos_var = UOp.variable("start_pos", 0, cfg.n_positions - 1)
+        self.blocks_var = UOp.variable("key_blocks", 1, runtime.key_blocks(cfg.n_positions + CHUNK))
         self.token_vars = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(CHUNK)]
+        self.variables = [self.pos_var, self.blocks_var, *self.token_vars]  # `step`'s arguments
         self.compiled = {}  # new-token count -> TinyJit
         self.folded = False  # see `fold`: done with the first compiled call
 
@@ -229,14 +233,14 @@ class GPT2:
         logits = self.ln_f(x) @ self.wte.weight.T  # the output head is tied to the embedding
         return logits[..., : self.config.vocab_size]  # (B, T, vocab_size)
 
-    def step(self, start_pos, *tokens):
+    def step(self, start_pos, blocks, *tokens):
         """len(tokens) new tokens at start_pos, start_pos + 1, ...; their logits (T, vocab)."""
         x = Tensor.stack(*[Tensor(t) for t in tokens]).cast(dtypes.int32).reshape(1, len(tokens))
         # a padded chunk's last rows may pass the context: they reuse the last position
         pos = (Tensor.arange(len(tokens)) + start_pos).minimum(self.config.n_positions - 1)
         x = self.wte(x) + self.wpe(pos)  # (1, T, n_embd)
         for block in self.h:
-            x = block.step(x, start_pos)
+            x = block.step(x, start_pos, blocks)
         return self.ln_f_head(x)[0].float().realize()  # (T, padded vocab)
 
     def __call__(self, tokens, start):
@@ -275,7 +279,8 @@ class GPT2:
             runtime.capture_at_once(self.compiled[size])
         # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
-        values = dict(zip([self.pos_var, *self.token_vars], [pos, *padded], strict=False))
+        blocks = runtime.key_blocks(pos + size)  # the keys up to the last new position
+        values = dict(zip(self.variables, [pos, blocks, *padded], strict=False))
         with runtime.compiling(self.beam):  # beam > 0: tinygrad's kernel search (BEAM)
             logits = runtime.run(self.compiled[size], values)
         return logits[: len(chunk), : self.config.vocab_size]
@@ -301,8 +306,7 @@ class GPT2:
                 linear.laid_out = runtime.lay_out(linear.weight).realize()  # what `step` reads
         self.folded = True
 
-    # how many tokens a call may hold: prompt + new tokens must fit (specmini checks it)
-    max_context = property(lambda self: self.config.n_positions)
+    max_context = property(lambda self: self.config.n_positions)  # tokens a call may hold
 
     def reset(self):  # forget the cache (its buffers stay allocated and are overwritten)
         self.cached = []
@@ -312,7 +316,7 @@ class GPT2:
         buffers they captured; folded norms; laid-out copies; the cache) after any weight change."""
         self.compiled, self.folded, self.cached = {}, False, []
         for block in self.h:
-            block.attn.qkv_cache = None  # its dtype follows the weights'
+            block.attn.qkv_cache = block.attn.keys_t = None  # their dtype follows the weights'
 
     def half(self):
         """fp16 weights (and so fp16 activations and cache): half the memory, faster on GPUs."""
@@ -336,14 +340,11 @@ def padded_vocab(cfg):
 def weights(model):
     """The learned tensors under the hub's names (neither the caches nor the folded norms)."""
     modules = {"wte": model.wte, "wpe": model.wpe, "h": model.h, "ln_f": model.ln_f}
-    derived = {"qkv_cache", "ln_1_c_attn", "ln_2_c_fc", "laid_out"}
+    derived = {"qkv_cache", "keys_t", "ln_1_c_attn", "ln_2_c_fc", "laid_out"}
     return {k: v for k, v in get_state_dict(modules).items() if not set(k.split(".")) & derived}
 
 
 def kernel_counts(model):
     """Kernels each compiled call launches, by its count of new tokens (a GPU pays per launch)."""
-    return {
-        n: runtime.kernels(jit)
-        for n, jit in sorted(model.compiled.items())
-        if jit.captured is not None
-    }
+    calls = sorted(model.compiled.items())
+    return {n: runtime.kernels(jit) for n, jit in calls if jit.captured is not None}
