@@ -132,12 +132,12 @@ class Attention:
 
     def make_cache(self, n_embd, dtype, device):
         """q, k and v of every position, batch 1, with room for a padded chunk past the context
-        (whole key blocks); on a CPU the keys again, (B, nh, hs, positions): attend_in_blocks."""
+        (whole key blocks); on a CPU the keys again, in blocks (runtime.attend_in_blocks)."""
         room = runtime.key_blocks(self.max_context + CHUNK) * runtime.KEY_BLOCK
         shape = (3, 1, self.n_head, room, n_embd // self.n_head)
         self.qkv_cache = Tensor.zeros(*shape, dtype=dtype, device=device).contiguous().realize()
         if runtime.on_cpu(device):
-            self.keys_t = self.qkv_cache[1].transpose(-1, -2).contiguous().realize()
+            self.keys_t = runtime.blocks_of_keys(self.qkv_cache[1]).contiguous().realize()
 
     def step(self, ln_1_c_attn, x, start_pos, blocks):
         """Decoding: T new positions from start_pos on, against the cached ones before them.

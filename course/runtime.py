@@ -422,25 +422,36 @@ def key_blocks(positions):
     return -(-positions // KEY_BLOCK)
 
 
+def blocks_of_keys(keys):
+    """Keys (B, nh, positions, hs) as attend_in_blocks keeps them: (B, nh, blocks, hs, L)."""
+    B, nh, room, hs = keys.shape
+    return keys.reshape(B, nh, room // KEY_BLOCK, KEY_BLOCK, hs).transpose(-1, -2)
+
+
 def attend_in_blocks(q, qkv_cache, keys_t, start_pos, blocks):
     """Attention on a CPU over whole blocks of KEY_BLOCK keys, those past the last new position
     masked: the new rows q (B, nh, T, hs) at positions start_pos.. against qkv_cache's keys and
-    values (3, B, nh, positions, hs); `keys_t` (B, nh, hs, positions), the keys again,
-    transposed, is filled here. tinygrad indexes `q @ k.T` and `weights @ v` over a symbolic
-    count of keys with a division and a modulo per key (it reshapes that count); over a
-    symbolic count of blocks nothing symbolic is reshaped, and the keys, transposed, are
-    scored a vector at a time. One row takes the same kernels as several, so a pass over new
-    tokens gives exactly the logits of one-token steps (one kernel more per block: the copy). A
-    pass over 3 tokens at 220 positions 1.81 -> 1.23 ms, a step 0.97 -> 0.83, logits identical
-    (2-core AMD EPYC, in one process, not stored)."""
+    values (3, B, nh, positions, hs). `keys_t` (B, nh, positions / KEY_BLOCK, hs, KEY_BLOCK)
+    holds the keys again, each block transposed; the new ones are copied in here.
+
+    tinygrad indexes `q @ k.T` and `weights @ v` over a symbolic count of keys with a division
+    and a modulo per key (it reshapes that count); over a symbolic count of blocks nothing
+    symbolic is reshaped, the keys of a block are scored a vector at a time, and a block's keys
+    lie in one run of memory. One row takes the same kernels as several, so a pass over new
+    tokens gives exactly the logits of one-token steps. One kernel more per block (the copy).
+    Against q @ k.T: a pass over 3 tokens at 220 positions 1.81 -> 1.23 ms, a step 0.97 ->
+    0.83; blocks in one run rather than keys_t (B, nh, hs, positions): a step at 128 positions
+    0.83 -> 0.77 ms, a pass over 5 tokens 1.63 -> 1.54 (2-core AMD EPYC, in one process,
+    not stored)."""
     from tinygrad import Tensor
 
     B, nh, T, hs = q.shape
     room, L, end = qkv_cache.shape[3], KEY_BLOCK, start_pos + T
-    keys_t[:, :, :, start_pos:end].assign(qkv_cache[1, :, :, start_pos:end].transpose(-1, -2))
-    k_t = keys_t.reshape(B, nh, hs, room // L, L)[:, :, :, :blocks]  # (B, nh, hs, nb, L)
+    new_keys = keys_t.transpose(-1, -2).reshape(B, nh, room, hs)[:, :, start_pos:end]
+    new_keys.assign(qkv_cache[1, :, :, start_pos:end])  # (B, nh, T, hs), into their blocks
+    k_t = keys_t[:, :, :blocks]  # (B, nh, nb, hs, L)
     v = qkv_cache[2].reshape(B, nh, room // L, L, hs)[:, :, :blocks]  # (B, nh, nb, L, hs)
-    att = (q.reshape(B, nh, T, hs, 1, 1) * k_t.unsqueeze(2)).sum(3) * (1 / hs**0.5)
+    att = (q.reshape(B, nh, T, 1, hs, 1) * k_t.unsqueeze(2)).sum(4) * (1 / hs**0.5)
     keys = Tensor.arange(room).reshape(1, 1, 1, room // L, L)[:, :, :, :blocks]
     future = keys > (Tensor.arange(T) + start_pos).reshape(1, 1, T, 1, 1)  # padding too
     att = future.where(float("-inf"), att)  # (B, nh, T, nb, L)
