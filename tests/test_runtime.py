@@ -66,6 +66,10 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     assert {"ret", "expected_input_info"} <= set(CapturedJit.__dataclass_fields__)
     assert {"device", "input_idxs"} <= set(HCQInfo.__dataclass_fields__)
     assert callable(realize.resolve_params) and callable(realize.get_runtime)
+    from tinygrad.uop.ops import ProgramInfo  # Replay takes a program's values in its own order
+
+    assert {"vars", "global_size", "local_size"} <= set(ProgramInfo.__dataclass_fields__)
+    assert "v.expr == 'core_id'" in inspect.getsource(ProgramInfo)  # runtimevars, as vals skips
 
 
 @pytest.mark.parametrize(
