@@ -5,6 +5,7 @@ kernel rule. Both runtimes are run, each in a process of its own: tinygrad reads
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -184,3 +185,32 @@ def test_cpu_kernels_load_wide_vectors(capfd):
     # one load per VECTOR weights (tinygrad's own pass loads at most 4 floats at once)
     assert f"ext_vector_type({runtime.WIDEST_LOAD})" in capfd.readouterr().out
     np.testing.assert_allclose(y, x.numpy() @ w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_on_a_cpu_finds_each_key_without_a_division(capfd):
+    from tinygrad import Context, Tensor, UOp
+
+    # a cache as GPT2 keeps it, 3 new rows at a symbolic position against symbolic key blocks
+    B, nh, hs, L, T = 1, 2, 8, runtime.KEY_BLOCK, 3
+    room, start = 4 * L, 21
+    cache = Tensor(np.random.default_rng(2).normal(size=(3, B, nh, room, hs)).astype(np.float32))
+    cache = cache.realize()
+    keys_t = runtime.blocks_of_keys(cache[1]).contiguous().realize()
+    pos = UOp.variable("start_pos", 0, room - T).bind(start)
+    blocks = UOp.variable("key_blocks", 1, room // L).bind(runtime.key_blocks(start + T))
+    q = cache[0, :, :, pos : pos + T]
+    with runtime.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
+        y = runtime.attend_in_blocks(q, cache, keys_t, pos, blocks).numpy()
+    out = capfd.readouterr().out
+    kernels = re.findall(r"void ([rE]_\w+)\((.*?\n)}", out, re.S)  # tinygrad's own: hcq_, *_prog
+    assert any("key_blocks" in name for name, _ in kernels), [name for name, _ in kernels]
+    # tinygrad's q @ k.T over a symbolic count of keys found each with "/" and "%" on ints
+    for name, body in kernels:
+        assert "%" not in body and not re.search(r"int \w+ = [^;]*/", body), name
+    c = cache.numpy()[:, 0]
+    q, k, v = c[0, :, start : start + T], c[1, :, : start + T], c[2, :, : start + T]
+    att = np.einsum("htd,hkd->htk", q, k) / np.sqrt(hs)
+    att = np.where(np.arange(start + T) > start + np.arange(T)[:, None], -np.inf, att)
+    w = np.exp(att - att.max(-1, keepdims=True))
+    want = np.einsum("htk,hkd->htd", w / w.sum(-1, keepdims=True), v)
+    np.testing.assert_allclose(y[0], want, rtol=1e-5, atol=1e-5)
