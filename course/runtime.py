@@ -8,8 +8,9 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 - the default runtime launches the call's kernels one after the other from Python, tens of
   microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
   time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians
-  of 2026-11-25; 291 kernels and 1.11 to 1.14 ms on HCQ2, fastest and median, in the stored
-  benchmark of 2026-11-26 with the pause before each sample: README, Performance);
+  of 2026-11-25; 315 kernels and 0.85 to 0.92 ms on HCQ2, fastest and median, in the stored
+  benchmark with attention in blocks of keys, `cpu-amd-epyc-2026-11-26-hcq2-blocks.json`:
+  README, Performance);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 

@@ -8,11 +8,11 @@ import course  # noqa: F401
 # ones fill in around them (longest processing time first).
 LONGEST_FIRST = (
     "tests/test_student_edition.py",  # 220: nbgrader runs every graded notebook
-    "notebooks/06_gpt2_tinygrad.ipynb",  # 82
+    "notebooks/06_gpt2_tinygrad.ipynb",  # 86
     "tests/test_benchmark.py",  # 75
     "tests/test_gpt2.py",  # 75
+    "notebooks/07_going_further.ipynb",  # 62
     "tests/test_gpu_path.py",  # 60
-    "notebooks/07_going_further.ipynb",  # 59
     "tests/test_browser.py",  # 35
     "tests/test_runtime.py",  # 25
 )
