@@ -120,7 +120,7 @@ class Attention:
         self.n_head, self.max_context = cfg.n_head, cfg.n_positions
         self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
-        self.qkv_cache = self.keys_t = None  # the caches, made before the first step (make_cache)
+        self.qkv_cache = self.keys_by_block = None  # the caches, made by make_cache
 
     def __call__(self, x):
         """Training and reference: the whole sequence at once, each position sees its past."""
@@ -133,11 +133,11 @@ class Attention:
     def make_cache(self, n_embd, dtype, device):
         """q, k and v of every position, batch 1, with room for a padded chunk past the context
         (whole key blocks); on a CPU the keys again, in blocks (runtime.attend_in_blocks)."""
-        room = runtime.key_blocks(self.max_context + CHUNK) * runtime.KEY_BLOCK
+        room = runtime.n_key_blocks(self.max_context + CHUNK) * runtime.KEY_BLOCK
         shape = (3, 1, self.n_head, room, n_embd // self.n_head)
         self.qkv_cache = Tensor.zeros(*shape, dtype=dtype, device=device).contiguous().realize()
         if runtime.on_cpu(device):
-            self.keys_t = runtime.blocks_of_keys(self.qkv_cache[1]).contiguous().realize()
+            self.keys_by_block = runtime.keys_by_block(self.qkv_cache[1]).contiguous().realize()
 
     def step(self, ln_1_c_attn, x, start_pos, blocks):
         """Decoding: T new positions from start_pos on, against the cached ones before them.
@@ -150,7 +150,7 @@ class Attention:
         self.qkv_cache[:, :, :, start_pos:end, :].assign(qkv)
         q = self.qkv_cache[0, :, :, start_pos:end, :]  # (B, nh, T, hs)
         if runtime.on_cpu(x.device):  # over whole blocks of keys, without q @ k.T's division
-            y = runtime.attend_in_blocks(q, self.qkv_cache, self.keys_t, start_pos, blocks)
+            y = runtime.attend_in_blocks(q, self.qkv_cache, self.keys_by_block, start_pos, blocks)
             return self.c_proj.step(y.transpose(1, 2).reshape(B, T, C))
         k = self.qkv_cache[1, :, :, :end, :]  # (B, nh, end, hs)
         v = self.qkv_cache[2, :, :, :end, :]  # (B, nh, end, hs)
@@ -218,10 +218,10 @@ class GPT2:
         if not set(buckets) <= set(BUCKETS) or 1 not in buckets:
             raise ValueError(f"buckets must include 1 and be among {BUCKETS}, got {buckets}")
         self.buckets = tuple(sorted(buckets))
-        self.pos_var = UOp.variable("start_pos", 0, cfg.n_positions - 1)
-        self.blocks_var = UOp.variable("key_blocks", 1, runtime.key_blocks(cfg.n_positions + CHUNK))
-        self.token_vars = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(CHUNK)]
-        self.variables = [self.pos_var, self.blocks_var, *self.token_vars]  # `step`'s arguments
+        position = UOp.variable("start_pos", 0, cfg.n_positions - 1)
+        blocks = UOp.variable("key_blocks", 1, runtime.n_key_blocks(cfg.n_positions + CHUNK))
+        tokens = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(CHUNK)]
+        self.variables = [position, blocks, *tokens]  # `step`'s arguments, in order
         self.compiled = {}  # new-token count -> TinyJit
         self.folded = False  # see `fold`: done with the first compiled call
 
@@ -279,7 +279,7 @@ class GPT2:
             runtime.capture_at_once(self.compiled[size])
         # padding (id 0) fills the bucket: its rows are dropped, its cache entries overwritten
         padded = chunk + [0] * (size - len(chunk))
-        blocks = runtime.key_blocks(pos + size)  # the keys up to the last new position
+        blocks = runtime.n_key_blocks(pos + size)  # the keys up to the last new position
         values = dict(zip(self.variables, [pos, blocks, *padded], strict=False))
         with runtime.compiling(self.beam):  # beam > 0: tinygrad's kernel search (BEAM)
             logits = runtime.run(self.compiled[size], values)
@@ -316,7 +316,7 @@ class GPT2:
         buffers they captured; folded norms; laid-out copies; the cache) after any weight change."""
         self.compiled, self.folded, self.cached = {}, False, []
         for block in self.h:
-            block.attn.qkv_cache = block.attn.keys_t = None  # their dtype follows the weights'
+            block.attn.qkv_cache = block.attn.keys_by_block = None  # in the weights' dtype
 
     def half(self):
         """fp16 weights (and so fp16 activations and cache): half the memory, faster on GPUs."""
@@ -340,7 +340,7 @@ def padded_vocab(cfg):
 def weights(model):
     """The learned tensors under the hub's names (neither the caches nor the folded norms)."""
     modules = {"wte": model.wte, "wpe": model.wpe, "h": model.h, "ln_f": model.ln_f}
-    derived = {"qkv_cache", "keys_t", "ln_1_c_attn", "ln_2_c_fc", "laid_out"}
+    derived = {"qkv_cache", "keys_by_block", "ln_1_c_attn", "ln_2_c_fc", "laid_out"}
     return {k: v for k, v in get_state_dict(modules).items() if not set(k.split(".")) & derived}
 
 

@@ -161,7 +161,10 @@ class Replay:
         rt = self.device.rt_buffer()._buf.va_addr + self.device.rt_allocator.alloc(0)
         var_vals = {**var_vals, "hcq_inputs_ptr": rt}  # as exec_hcq: no inputs, an empty table
         grid, local = self.launch or self.program.arg.launch_dims(var_vals)
-        vals = tuple(None if name is None else var_vals[name] for name in self.names)
+        try:
+            vals = tuple(None if name is None else var_vals[name] for name in self.names)
+        except KeyError as e:  # tinygrad's own message
+            raise RuntimeError(f"unbound Variable {e} used by {self.program.arg.name}") from None
         self.runtime(*self.args, global_size=grid, local_size=local, vals=vals)
         self.counters.kernel_count += self.launches
         self.device.synchronize()
@@ -424,41 +427,46 @@ def transcendental(k):
 KEY_BLOCK = VECTOR  # keys a CPU scores at once (attend_in_blocks): one vector of them
 
 
-def key_blocks(positions):
+def n_key_blocks(positions):
     """How many blocks of KEY_BLOCK keys hold this many positions."""
     return -(-positions // KEY_BLOCK)
 
 
-def blocks_of_keys(keys):
-    """Keys (B, nh, positions, hs) as attend_in_blocks keeps them: (B, nh, blocks, hs, L)."""
+def keys_by_block(keys):
+    """Keys (B, nh, positions, hs) as attend_in_blocks reads them, (B, nh, blocks, hs, L):
+    [b, h, n, d, j] is key L n + j's coordinate d, so one vector load gives coordinate d of L
+    neighbouring keys, and a block's keys lie in one run of memory."""
     B, nh, room, hs = keys.shape
     return keys.reshape(B, nh, room // KEY_BLOCK, KEY_BLOCK, hs).transpose(-1, -2)
 
 
-def attend_in_blocks(q, qkv_cache, keys_t, start_pos, blocks):
+def attend_in_blocks(q, qkv_cache, cached_blocks, start_pos, blocks):
     """Attention on a CPU over whole blocks of KEY_BLOCK keys, those past the last new position
     masked: the new rows q (B, nh, T, hs) at positions start_pos.. against qkv_cache's keys and
-    values (3, B, nh, positions, hs). `keys_t` (B, nh, positions / KEY_BLOCK, hs, KEY_BLOCK)
-    holds the keys again, each block transposed; the new ones are copied in here.
+    values (3, B, nh, positions, hs). `cached_blocks` holds the keys again, laid out by
+    `keys_by_block`; the new ones are copied in here. `blocks`, like start_pos, is a Variable:
+    known only when a compiled call runs, so that one call serves every position.
 
-    tinygrad indexes `q @ k.T` and `weights @ v` over a symbolic count of keys with a division
-    and a modulo per key (it reshapes that count); over a symbolic count of blocks nothing
-    symbolic is reshaped, the keys of a block are scored a vector at a time, and a block's keys
-    lie in one run of memory. One row takes the same kernels as several, so a pass over new
-    tokens gives exactly the logits of one-token steps. One kernel more per block (the copy).
-    Against q @ k.T: a pass over 3 tokens at 220 positions 1.81 -> 1.23 ms, a step 0.97 ->
-    0.83; blocks in one run rather than keys_t (B, nh, hs, positions): a step at 128 positions
-    0.83 -> 0.77 ms, a pass over 5 tokens 1.63 -> 1.54 (2-core AMD EPYC, in one process,
-    not stored)."""
+    tinygrad indexes `q @ k.T` and `weights @ v` over a count of keys known only at run time
+    with a division and a modulo per key (it reshapes that count); over a count of whole
+    blocks nothing of unknown length is reshaped, and a block's keys are scored as one vector.
+    Each row's sums are the same sums in the same order whatever the call's count of rows and
+    of blocks (padding adds exact zeros), so a pass over new tokens gives exactly the logits of
+    one-token steps. Costs one kernel more per layer (the copy) and the keys' memory again
+    (n_layer x positions x n_embd x 4 bytes in fp32: 3.3 MB for the offline target, 102 MB for
+    gpt2-medium). A first version, keys held (B, nh, hs, positions), against q @ k.T: a pass
+    over 3 tokens at 220 positions 1.81 -> 1.23 ms, a step 0.97 -> 0.83; then blocks in one run
+    of memory: a step at 128 positions 0.83 -> 0.77 ms, a pass over 5 tokens 1.63 -> 1.54
+    (2-core AMD EPYC, in one process, not stored)."""
     from tinygrad import Tensor
 
     B, nh, T, hs = q.shape
     room, L, end = qkv_cache.shape[3], KEY_BLOCK, start_pos + T
-    new_keys = keys_t.transpose(-1, -2).reshape(B, nh, room, hs)[:, :, start_pos:end]
+    new_keys = cached_blocks.transpose(-1, -2).reshape(B, nh, room, hs)[:, :, start_pos:end]
     new_keys.assign(qkv_cache[1, :, :, start_pos:end])  # (B, nh, T, hs), into their blocks
-    k_t = keys_t[:, :, :blocks]  # (B, nh, nb, hs, L)
+    k = cached_blocks[:, :, :blocks]  # (B, nh, nb, hs, L)
     v = qkv_cache[2].reshape(B, nh, room // L, L, hs)[:, :, :blocks]  # (B, nh, nb, L, hs)
-    att = (q.reshape(B, nh, T, 1, hs, 1) * k_t.unsqueeze(2)).sum(4) * (1 / hs**0.5)
+    att = (q.reshape(B, nh, T, 1, hs, 1) * k.unsqueeze(2)).sum(4) * (1 / hs**0.5)
     keys = Tensor.arange(room).reshape(1, 1, 1, room // L, L)[:, :, :, :blocks]
     future = keys > (Tensor.arange(T) + start_pos).reshape(1, 1, T, 1, 1)  # padding too
     att = future.where(float("-inf"), att)  # (B, nh, T, nb, L)
