@@ -14,9 +14,9 @@ SHAPES = [  # (n_embd, n_head, n_layer, n_positions): the three that hung first,
     (64, 2, 1, 32),
     (128, 4, 2, 32),
     (32, 2, 1, 32),
-    (48, 3, 1, 40),
+    (48, 3, 1, 40),  # 40 positions + a chunk of 16: not a whole number of blocks of 16 keys
     (256, 8, 3, 32),
-]  # fmt: skip  (40 + a chunk of 16: not a whole number of blocks of 16 keys)
+]
 
 if __name__ == "__main__":
     for n_embd, n_head, n_layer, n_positions in SHAPES:
