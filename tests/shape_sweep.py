@@ -5,6 +5,10 @@ its compile worker then died silently: the process hung. tests/test_gpt2.py runs
 subprocess with a time limit, so a hang fails the test and the last line names the shape.
 """
 
+# isort: off
+import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinygrad reads once
+
+# isort: on
 import numpy as np
 from tinygrad import Tensor
 
