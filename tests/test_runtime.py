@@ -155,10 +155,10 @@ def test_the_rule_keeps_a_passes_rows_in_registers():
     assert len(rows_upcast) == 6 * model.config.n_layer + 1, names
     # weights held (in, out): attention out, MLP in and MLP out load VECTOR neighbouring outputs'
     # weights as vectors for all 5 rows (q/k/v too where a head's width is a multiple of VECTOR;
-    # the fixture's heads are 12 wide), and the scores a block of keys (runtime.attend_in_blocks).
-    # Fails if the rule finds no output axis of stride 1.
+    # the fixture's heads are 12 wide), and the scores a block of keys (runtime.attend_in_blocks);
+    # the output head too, laid out as they are. Fails if the rule finds no output axis of stride 1.
     vectors = [n for n in rows_upcast if f"{UPCAST}{runtime.VECTOR}\x1b" in n]
-    assert len(vectors) == 4 * model.config.n_layer, names
+    assert len(vectors) == 4 * model.config.n_layer + 1, names
     # each block's GELU (a kernel of its own) and softmax's exp: plain loops, which clang
     # vectorises; tinygrad's upcast would leave them scalar (fails without the rule's branch)
     plain = [n for n in names if n.startswith("E") and UPCAST not in n]
