@@ -303,8 +303,8 @@ def lay_out(weight):
     process, not stored), with identical logits: probably because the CPU's prefetcher does best
     on one long run of consecutive addresses.
     The copy doubles the memory of the linear layers and the head on a CPU (19 MB more for the
-    offline target, 1.4 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read neighbouring outputs
-    together) the weights as they are."""
+    offline target, 1.4 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read
+    neighbouring outputs together) the weights as they are."""
     n_in, n_out = weight.shape
     if not on_cpu(weight.device) or n_out % VECTOR:
         return weight
