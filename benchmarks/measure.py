@@ -18,6 +18,10 @@ from course.timing import seconds
 from course.toys import accept_tests, pass_rate
 
 SAMPLE_S = 0.03  # a timing sample repeats a call until it lasts about this long
+# Untimed calls before each sample, after its pause: the first calls after a pause are slow (a
+# 2-token pass 2.3, 2.0, 1.7, 1.5 ms ... settling near 1.35 after about 8 calls; 2-core AMD
+# EPYC, development, 2026-11-26), and the race, which decodes without pausing, never pays that
+WARM_CALLS = 8
 MODES = ("greedy", "speculative")  # the whole runs at temperature 0 of every repetition
 TEMPERATURES = (0.0, 1.0)  # the race's
 COURSE = "tinygrad"  # the framework whose rounds (alpha) and draft step (c) the report reads
@@ -45,6 +49,8 @@ def measure(peers, case, k):
 
     def sample(peer, key, call, repeat=1):
         time.sleep(timing.SETTLE_S)  # the other framework's threads idle first (timing.SETTLE_S)
+        for _ in range(WARM_CALLS):  # then the call warms up, untimed
+            call()
         times[peer.name].setdefault(key, []).append(seconds(call, repeat))
 
     for rep in range(case.reps):

@@ -6,7 +6,7 @@ keys into the strings the stored results hold ("1", "0.0", "tinygrad plain", "ti
 import json
 
 from benchmarks import ROOT
-from benchmarks.measure import COURSE, MODES
+from benchmarks.measure import COURSE, MODES, WARM_CALLS
 from course import checkpoints, speedup
 from course.timing import min_median
 from course.toys import first_difference
@@ -42,6 +42,7 @@ def model_report(case, measured, floor_GBps):
         r = {
             **measured.cold[name],
             "calls_per_sample": measured.repeat[name],
+            "untimed_calls_before_each_sample": WARM_CALLS,
             "step_ms": ms["step"],
         }
         r["step_over_floor"] = ms["step"]["median"] / floor_ms

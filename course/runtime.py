@@ -8,9 +8,8 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 - the default runtime launches the call's kernels one after the other from Python, tens of
   microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
   time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians
-  of 2026-11-25; 315 kernels and 0.85 to 0.92 ms on HCQ2, fastest and median, in the stored
-  benchmark with attention in blocks of keys, `cpu-amd-epyc-2026-11-26-hcq2-blocks.json`:
-  README, Performance);
+  of 2026-11-25; 315 kernels and 0.914 to 1.102 ms on HCQ2, fastest and median, in the stored
+  benchmark with the packed head, `cpu-amd-epyc-2026-11-26-hcq2-lean.json`: README, Performance);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 
@@ -119,6 +118,8 @@ class Replay:
     tensors (the course's take none), in more than one submit or not on a CPU is left to
     TinyJit. A TinyJit captured anew would need a new Replay: GPT2 makes new TinyJits instead."""
 
+    SPINS = 1_000_000  # turns `wait` spins before it leaves the wait to tinygrad
+
     def __init__(self, jit):
         import numpy as np
         from tinygrad import Device
@@ -181,11 +182,16 @@ class Replay:
     def wait(self):
         """Wait as the device's `synchronize` does (each worker thread has run every command
         submitted to it, and the timeline signal has its last value), on views of those
-        counters made once: `synchronize` makes them anew each call (9 us, a sixth of a draft
-        call's replay, 2-core AMD EPYC). Past a million turns, with a worker new since or while
-        profiling, `synchronize` itself, which raises on a hung worker."""
+        counters made once: `synchronize` makes them anew each call (9 us when nothing is left
+        to wait for, a sixth of a draft call's replay; development, 2-core AMD EPYC, not
+        stored). `synchronize` itself past SPINS turns (it raises on a hung worker), with a
+        worker new since, while profiling, or on a device other than the one that submits
+        (tinygrad's HCQ_RUNTIME_DEV, whose own wait `synchronize` runs first)."""
+        from tinygrad.runtime.support.hcq2 import HCQ_RUNTIME_DEV
+
         fresh = len(self.device.workers) == len(self.signals) - 1 and not self.device.prof_ents
-        for _ in range(1_000_000 if fresh else 0):
+        fresh = fresh and self.device.device == HCQ_RUNTIME_DEV.value
+        for _ in range(self.SPINS if fresh else 0):
             if all(reached[0] >= goal[0] - lag for goal, reached, lag in self.signals):
                 return
         self.device.synchronize()

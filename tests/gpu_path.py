@@ -21,10 +21,13 @@ def empty_at_zero(program):
 def count(n_layer, shape):
     model = gpt2.GPT2(gpt2.Config(n_layer=n_layer, **shape)).half()  # fp16, as on a GPU
     model.compile()  # every count that prompts, decoding and verification use
-    return {
+    calls = {
         n: {"kernels": len(progs), "empty_grid_at_zero": sum(map(empty_at_zero, progs))}
         for n, progs in gpt2.kernel_counts(model).items()
     }
+    # on a GPU the head reads the embedding itself (a view), not a packed copy as on a CPU
+    head = model.ln_f_head.linear.laid_out.uop.base is model.wte.weight.uop.base
+    return {**calls, "head_reads_the_embedding": head}
 
 
 if __name__ == "__main__":

@@ -71,6 +71,18 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
 
     assert {"vars", "global_size", "local_size"} <= set(ProgramInfo.__dataclass_fields__)
     assert "v.expr == 'core_id'" in inspect.getsource(ProgramInfo)  # runtimevars, as vals skips
+    # Replay.wait waits as synchronize does, on the same counters and signals (the signals are
+    # cached by their arguments: `wait` must ask for them exactly as synchronize does)
+    from tinygrad.runtime.ops_cpu import CPUDevice
+    from tinygrad.runtime.support.hcq2 import HCQ2Compiled
+
+    on_workers = inspect.getsource(CPUDevice.synchronize)
+    for step in ("self.workers", '("put", "done")', "done[0] < put[0]", "super().synchronize("):
+        assert step in on_workers, step
+    on_timeline = inspect.getsource(HCQ2Compiled.synchronize)
+    for step in ('self.signal("timeline")', 'self.signal("value", 1, device="CPU")', "tl[0] - 1"):
+        assert step in on_timeline, step
+    assert "HCQ_RUNTIME_DEV.value != self.device" in on_timeline and "prof_ents" in on_timeline
 
 
 @pytest.mark.parametrize(
@@ -156,7 +168,7 @@ def test_the_rule_keeps_a_passes_rows_in_registers():
     # weights held (in, out): attention out, MLP in and MLP out load VECTOR neighbouring outputs'
     # weights as vectors for all 5 rows (q/k/v too where a head's width is a multiple of VECTOR;
     # the fixture's heads are 12 wide), and the scores a block of keys (runtime.attend_in_blocks);
-    # the output head too, laid out as they are. Fails if the rule finds no output axis of stride 1.
+    # the output head too, packed like them. Fails if the rule finds no output axis of stride 1.
     vectors = [n for n in rows_upcast if f"{UPCAST}{runtime.VECTOR}\x1b" in n]
     assert len(vectors) == 4 * model.config.n_layer + 1, names
     # each block's GELU (a kernel of its own) and softmax's exp: plain loops, which clang
@@ -217,3 +229,36 @@ def test_attention_on_a_cpu_finds_each_key_without_a_division(capfd, start, T):
     w = np.exp(att - att.max(-1, keepdims=True))
     want = np.einsum("htk,hkd->htd", w / w.sum(-1, keepdims=True), v)
     np.testing.assert_allclose(y[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_replay_waits_on_its_own_views_and_leaves_odd_cases_to_tinygrad(monkeypatch):
+    if runtime.name() != "HCQ2":
+        pytest.skip("Replay runs on HCQ2 only")
+    model = checkpoints.load(FIXTURE, buckets=(1, 16))
+    tokens = [int(t) for t in np.random.default_rng(2).integers(0, model.config.vocab_size, 24)]
+    model(tokens[:20], 0)
+    expected = model(tokens[:21], 20)  # the first call of bucket 1 captures it
+    replay = model.compiled[1].course_replay = runtime.Replay.of(model.compiled[1])
+    device, waits = replay.device, []
+    address = lambda view: np.frombuffer(view, np.uint64).__array_interface__["data"][0]  # noqa: E731
+    counters = [(w.put, w.done) for w in device.workers]  # the views are of these, in order
+    for (put, done), (goal, reached, lag) in zip(counters, replay.signals, strict=False):
+        assert (address(goal), address(reached), lag) == (put._buf.va_addr, done._buf.va_addr, 0)
+    synchronize = device.synchronize
+    monkeypatch.setattr(device, "synchronize", lambda *a: waits.append(1) or synchronize(*a))
+
+    def call():
+        model.cached = tokens[:20]
+        return model(tokens[:21], 20)
+
+    assert np.array_equal(call(), expected) and waits == []  # its own wait, not synchronize's
+    odd_cases = [
+        (replay, "SPINS", 0),  # past its turns (a hung worker raises in synchronize)
+        (device, "prof_ents", [object()]),  # profiling
+        (device, "workers", [*device.workers, device.workers[0]]),  # a worker new since the views
+    ]
+    for obj, name, value in odd_cases:
+        with monkeypatch.context() as m:
+            m.setattr(obj, name, value)
+            assert np.array_equal(call(), expected), name
+        assert waits.pop() and waits == [], name  # left to synchronize, once
