@@ -8,8 +8,9 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 - the default runtime launches the call's kernels one after the other from Python, tens of
   microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
   time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians
-  of 2026-11-25; 315 kernels and 0.914 to 1.102 ms on HCQ2, fastest and median, in the stored
-  benchmark with the packed head, `cpu-amd-epyc-2026-11-26-hcq2-lean.json`: README, Performance);
+  of 2026-11-25; 315 kernels and 0.577 to 0.606 ms on HCQ2, fastest and median, in the stored
+  benchmark with untimed calls before each sample, `cpu-amd-epyc-2026-11-26-hcq2-warm.json`:
+  README, Performance);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 
