@@ -293,8 +293,8 @@ class GPT2:
         return self
 
     def fold(self):
-        """From the weights as they are now: the folded norms' sums (NormLinear.fold), the
-        linear layers' laid-out copies (runtime.lay_out) and the caches, in the weights' dtype."""
+        """From the weights as they are now: the folded norms' sums (NormLinear.fold), the laid-out
+        copies of the linear layers and the head (runtime.lay_out), the caches; weights' dtype."""
         # each weight its own buffer: new random weights are views of one, read 10x slower
         Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
         norms = [self.ln_f_head] + [n for b in self.h for n in (b.ln_1_c_attn, b.ln_2_c_fc)]
