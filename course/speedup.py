@@ -5,6 +5,7 @@ Every timing here is wall time on whatever else the machine is doing, so the thi
 turns inside every repetition, and the report keeps both the fastest and the median.
 """
 
+import collections
 import time
 
 import specmini
@@ -33,17 +34,27 @@ def choose_k(alpha, c, verify_costs, overhead=0.0):
 
 
 class Stopwatch:
-    """A model that adds up the wall time spent inside its calls (`seconds`)."""
+    """A model that clocks its calls: their total wall time (`seconds`) and each call's, by its
+    count of new rows (`calls`: rows -> list of seconds; a call's first rows may add a prompt)."""
 
     def __init__(self, model):
-        self.model, self.seconds = model, 0.0
+        self.model = model
+        self.clear()
+
+    def clear(self):  # forget every call clocked so far (timing.race: its untimed runs)
+        self.seconds, self.calls = 0.0, collections.defaultdict(list)
 
     def __call__(self, tokens, start):
         began = time.perf_counter()
         try:
             return self.model(tokens, start)
         finally:
-            self.seconds += time.perf_counter() - began
+            spent = time.perf_counter() - began
+            self.seconds += spent
+            self.calls[len(tokens) - start].append(spent)
+
+    def count(self):
+        return sum(map(len, self.calls.values()))
 
     def __getattr__(self, name):  # max_context, reset, ...: the model's own
         return getattr(self.model, name)
@@ -71,6 +82,32 @@ def step_costs(target, draft, text, at, ks, repeat=20):
     calls.update({k: (lambda k=k: target(text[: at + k + 1], at)) for k in ks})
     ms = {name: 1000 * t for name, t in timing.fastest(calls, repeat, warm_up=True).items()}
     return ms["draft"], ms["target"], {k: ms[k] / ms["target"] for k in ks}
+
+
+def costs_in_race(alone, target, draft, race_summary, k):
+    """The refined formula's costs as a race paid them (`timing.race` with Stopwatches: `alone`
+    clocked the target alone's calls, `target` and `draft` those of speculative decoding with
+    K = k), in the race's own target steps: the target alone's median one-token call
+    (`step_ms`). c: the draft's median one-token call; v_K: the target's median pass over k + 1
+    new tokens; o_K: the time outside both models per speculative round; o_0: per plain token.
+    A generation's first call also reads the prompt: a few slow calls among hundreds, which
+    barely move a median; the formula leaves the prompt out."""
+
+    def median(calls):
+        return timing.min_median(calls)["median"]
+
+    step = median(alone.calls[1])
+
+    def outside(run, inside, calls):  # per call of the target: a round, or a plain token
+        return (race_summary[run]["seconds"] - inside) / calls / step
+
+    return dict(
+        step_ms=1000 * step,
+        c=median(draft.calls[1]) / step,
+        v=median(target.calls[k + 1]) / step,
+        o_k=outside("speculative", target.seconds + draft.seconds, target.count()),
+        o_0=outside("target alone", alone.seconds, alone.count()),
+    )
 
 
 def speedups(race_summary, baseline, name):

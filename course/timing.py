@@ -48,15 +48,19 @@ def race(runs, prompts, models, reps):
     In every repetition each prompt is decoded by every run in turn, from empty caches (`models`
     are reset before each), so the machine's load weighs on all alike. One sample per run and
     repetition: its time over all prompts / its tokens. Returns name -> `min_median` of those
-    and the Generations of the last repetition. First, untimed, every model that has a `compile`
-    method (course.gpt2.GPT2) builds all its compiled calls (a call of a new size would otherwise
-    compile inside a timed run, for seconds), and each run decodes the first prompt once.
+    (with "seconds": all its timed runs' time) and the Generations of the last repetition.
+    First, untimed, every model that has a `compile` method (course.gpt2.GPT2) builds all its
+    compiled calls (a call of a new size would otherwise compile inside a timed run, for seconds),
+    and each run decodes the first prompt once; then every model with a `clear` method (a
+    course.speedup.Stopwatch) forgets those calls.
     """
     for model in models:
         getattr(model, "compile", lambda: None)()
     for run in runs.values():
         run(prompts[0], 10**6)  # a seed no timed run uses
-    samples, last = {name: [] for name in runs}, {}
+    for model in models:
+        getattr(model, "clear", lambda: None)()
+    samples, last, total = {name: [] for name in runs}, {}, dict.fromkeys(runs, 0.0)
     for rep in range(reps):
         spent, made = dict.fromkeys(runs, 0.0), dict.fromkeys(runs, 0)
         for i, prompt in enumerate(prompts):
@@ -70,7 +74,8 @@ def race(runs, prompts, models, reps):
                 made[name] += len(last[name, i].tokens)
         for name in runs:
             samples[name].append(spent[name] / made[name])
-    return {name: min_median(s) for name, s in samples.items()}, last
+            total[name] += spent[name]
+    return {name: {**min_median(s), "seconds": total[name]} for name, s in samples.items()}, last
 
 
 def min_median(samples):

@@ -283,9 +283,54 @@ def test_time_outside_counts_what_is_not_inside_the_models():
         time.sleep(0.003 * len(g.rounds))
         return g
 
+    speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))  # a first run pays more
     ms, g = speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))
     assert len(g.tokens) == 12
     assert 3.0 <= ms < 4.5, ms  # the models' 2 ms per call are not counted
+
+
+def test_costs_in_race_are_what_the_race_paid():
+    # models that sleep a known time per call, runs that sleep a known time per target call
+    # outside the models: the costs come back in the target alone's steps
+    import time
+
+    from course import speedup, timing
+    from course.toys import DRAFT_ABC, TARGET_ABC, constant_model
+
+    class Slow:  # `ms` per call and `per_row` for each new row past the first
+        def __init__(self, probs, ms, per_row=0.0):
+            self.model, self.ms, self.per_row = constant_model(probs), ms, per_row
+
+        def __call__(self, tokens, start):
+            time.sleep((self.ms + self.per_row * (len(tokens) - start - 1)) / 1000)
+            return self.model(tokens, start)
+
+        def reset(self):
+            pass
+
+    alone = speedup.Stopwatch(Slow(TARGET_ABC, 4, 2))  # the target alone's calls
+    target = speedup.Stopwatch(Slow(TARGET_ABC, 4, 2))  # the same target's, speculating
+    draft = speedup.Stopwatch(Slow(DRAFT_ABC, 1))
+
+    def plain(prompt, seed):  # 2 ms outside per token
+        g = specmini.autoregressive(alone, prompt, 7, seed=seed)
+        return time.sleep(0.002 * len(g.rounds)) or g
+
+    def spec(prompt, seed):  # 4 ms outside per round
+        g = specmini.generate(target, draft, prompt, 7, k=2, seed=seed)
+        return time.sleep(0.004 * len(g.rounds)) or g
+
+    runs = {"target alone": plain, "speculative": spec}
+    times, _ = timing.race(runs, [[0], [1]], (alone, target, draft), reps=2)
+    assert alone.count() == 2 * 2 * 7  # prompts x repetitions x tokens: the warm-up forgotten
+    assert times["target alone"]["seconds"] >= 28 * 0.006
+    paid = speedup.costs_in_race(alone, target, draft, times, 2)
+    assert 4 <= paid["step_ms"] < 5.5
+    step = paid["step_ms"]
+    assert paid["c"] == pytest.approx(1 / step, rel=0.3)
+    assert paid["v"] == pytest.approx(8 / step, rel=0.2)  # 3 rows: 4 + 2 x 2 ms
+    assert paid["o_k"] == pytest.approx(4 / step, rel=0.3)
+    assert paid["o_0"] == pytest.approx(2 / step, rel=0.3)
 
 
 def test_the_race_pauses_before_every_timed_run_and_not_inside_it(monkeypatch):
