@@ -25,6 +25,22 @@ def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
     return per_round * (1 + plain_overhead)
 
 
+def alpha_needed(goal, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
+    """The alpha at which `refined_speedup` reaches `goal` with these costs, or None where even
+    alpha = 1 falls short. By bisection: the speed-up grows with alpha."""
+
+    def short(alpha):
+        return refined_speedup(alpha, k, c, verify_cost, overhead, plain_overhead) < goal
+
+    if short(1.0):
+        return None
+    low, high = 0.0, 1.0
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if short(mid) else (low, mid)
+    return high
+
+
 def choose_k(alpha, c, verify_costs, overhead=0.0):
     """The K (a key of `verify_costs`, K -> v_K) with the largest refined speed-up, and that
     speed-up; (0, 1.0), plain decoding, when no K beats it."""
@@ -34,8 +50,10 @@ def choose_k(alpha, c, verify_costs, overhead=0.0):
 
 
 class Stopwatch:
-    """A model that clocks its calls: their total wall time (`seconds`) and each call's, by its
-    count of new rows (`calls`: rows -> list of seconds; a call's first rows may add a prompt)."""
+    """A model that clocks its calls: their total wall time (`seconds`) and each call's, by the
+    count of rows it returns (`calls`: rows -> list of seconds). A model with a cache may compute
+    more rows than it returns: a generation's first call also reads the prompt, and a draft's
+    call after a bonus round catches up on the token it never read."""
 
     def __init__(self, model):
         self.model = model
@@ -53,7 +71,7 @@ class Stopwatch:
             self.seconds += spent
             self.calls[len(tokens) - start].append(spent)
 
-    def count(self):
+    def count(self):  # calls clocked since the last clear
         return sum(map(len, self.calls.values()))
 
     def __getattr__(self, name):  # max_context, reset, ...: the model's own
@@ -85,13 +103,14 @@ def step_costs(target, draft, text, at, ks, repeat=20):
 
 
 def costs_in_race(alone, target, draft, race_summary, k):
-    """The refined formula's costs as a race paid them (`timing.race` with Stopwatches: `alone`
-    clocked the target alone's calls, `target` and `draft` those of speculative decoding with
-    K = k), in the race's own target steps: the target alone's median one-token call
-    (`step_ms`). c: the draft's median one-token call; v_K: the target's median pass over k + 1
-    new tokens; o_K: the time outside both models per speculative round; o_0: per plain token.
-    A generation's first call also reads the prompt: a few slow calls among hundreds, which
-    barely move a median; the formula leaves the prompt out."""
+    """The refined formula's costs as a race paid them (`timing.race` with Stopwatches, its runs
+    named "target alone" and "speculative": `alone` clocked the target alone's calls, `target`
+    and `draft` those of speculative decoding with K = k), in the race's own target step: the
+    target alone's median one-token call (`step_ms`). c: the draft's median one-token call; v_K:
+    the target's median pass over k + 1 new tokens; o_K: the time outside both models per
+    speculative round; o_0: per plain token. Not a forecast: it checks whether the formula's
+    terms account for the race's time. Medians leave out what a few calls compute beyond their
+    rows (the prompt; the draft's catch-up after a bonus round), and so does the formula."""
 
     def median(calls):
         return timing.min_median(calls)["median"]

@@ -327,10 +327,14 @@ def test_costs_in_race_are_what_the_race_paid():
     paid = speedup.costs_in_race(alone, target, draft, times, 2)
     assert 4 <= paid["step_ms"] < 5.5
     step = paid["step_ms"]
-    assert paid["c"] == pytest.approx(1 / step, rel=0.3)
+    assert paid["c"] == pytest.approx(1 / step, rel=0.4)
     assert paid["v"] == pytest.approx(8 / step, rel=0.2)  # 3 rows: 4 + 2 x 2 ms
     assert paid["o_k"] == pytest.approx(4 / step, rel=0.3)
     assert paid["o_0"] == pytest.approx(2 / step, rel=0.3)
+    # the alpha at which the refined formula reaches a speed-up, and where none can
+    alpha = speedup.alpha_needed(1.5, 2, 0.1, 1.2, 0.2, 0.05)
+    assert speedup.refined_speedup(alpha, 2, 0.1, 1.2, 0.2, 0.05) == pytest.approx(1.5)
+    assert speedup.alpha_needed(3.5, 2, 0.1, 1.2) is None  # 3 tokens a round at most
 
 
 def test_the_race_pauses_before_every_timed_run_and_not_inside_it(monkeypatch):
