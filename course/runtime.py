@@ -328,8 +328,10 @@ def matmul(x, weight, dtype=None):
 
 
 def threads(k):
-    """Split a kernel over CPU threads as tinygrad's heuristics do: only a kernel of at least
-    128K multiply-adds per thread, over an axis the count divides."""
+    """Split a kernel into parts as tinygrad's heuristics split it over CPU threads: only a
+    kernel of at least 128K multiply-adds per part, over an axis the count divides. (tinygrad 0.14
+    runs the parts of a CPU kernel one after the other, on one thread: `CPUProgram.__call__`,
+    and HCQ2's `cpu_exec` queues them on one worker.)"""
     from tinygrad.codegen.opt import KernelOptError, Opt, OptOps
     from tinygrad.uop.ops import AxisType
 

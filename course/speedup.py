@@ -1,5 +1,6 @@
 """Speed-up, predicted and measured: notebook 05's refined formula, choosing K from measured
-costs, and the timers that measure a pair (notebooks 06 and 07, the benchmark in `benchmarks/`).
+costs, the alpha a speed-up would need, and the timers that measure a pair, in isolation or as a
+race paid them (notebooks 06 and 07, the benchmark in `benchmarks/`).
 
 Every timing here is wall time on whatever else the machine is doing, so the things compared take
 turns inside every repetition, and the report keeps both the fastest and the median.
@@ -34,6 +35,8 @@ def alpha_needed(goal, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
 
     if short(1.0):
         return None
+    if not short(0.0):
+        return 0.0
     low, high = 0.0, 1.0
     for _ in range(40):
         mid = (low + high) / 2
@@ -109,12 +112,20 @@ def costs_in_race(alone, target, draft, race_summary, k):
     target alone's median one-token call (`step_ms`). c: the draft's median one-token call; v_K:
     the target's median pass over k + 1 new tokens; o_K: the time outside both models per
     speculative round; o_0: per plain token. Not a forecast: it checks whether the formula's
-    terms account for the race's time. Medians leave out what a few calls compute beyond their
-    rows (the prompt; the draft's catch-up after a bonus round), and so does the formula."""
+    terms account for the race's time. Medians leave out what some calls compute beyond their
+    rows (each generation's prompt; the draft's catch-up call after every bonus round, about
+    alpha^k of the rounds), and so does the formula."""
 
     def median(calls):
         return timing.min_median(calls)["median"]
 
+    clocked = {"the target alone": (alone, 1), "a draft": (draft, 1), "the target": (target, k + 1)}
+    for name, (watch, rows) in clocked.items():
+        if not watch.calls[rows]:
+            raise ValueError(
+                f"no call of {name} over {rows} new token(s) was clocked: did the "
+                f"race run K = {k} with these Stopwatches?"
+            )
     step = median(alone.calls[1])
 
     def outside(run, inside, calls):  # per call of the target: a round, or a plain token

@@ -278,15 +278,15 @@ def test_time_outside_counts_what_is_not_inside_the_models():
         def reset(self):
             pass
 
-    def decode(target, draft):  # 3 ms outside the models per round
+    def decode(target, draft):  # 6 ms outside the models per round
         g = specmini.generate(target, draft, [0], 12, k=2, temperature=1.0, seed=0)
-        time.sleep(0.003 * len(g.rounds))
+        time.sleep(0.006 * len(g.rounds))
         return g
 
     speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))  # a first run pays more
     ms, g = speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))
     assert len(g.tokens) == 12
-    assert 3.0 <= ms < 4.5, ms  # the models' 2 ms per call are not counted
+    assert 6.0 <= ms < 8.0, ms  # the models' 2 ms per call are not counted
 
 
 def test_costs_in_race_are_what_the_race_paid():
@@ -308,33 +308,37 @@ def test_costs_in_race_are_what_the_race_paid():
         def reset(self):
             pass
 
-    alone = speedup.Stopwatch(Slow(TARGET_ABC, 4, 2))  # the target alone's calls
-    target = speedup.Stopwatch(Slow(TARGET_ABC, 4, 2))  # the same target's, speculating
-    draft = speedup.Stopwatch(Slow(DRAFT_ABC, 1))
+    # long enough that a loaded machine's late wake-ups (a millisecond or two) stay small
+    alone = speedup.Stopwatch(Slow(TARGET_ABC, 8, 4))  # the target alone's calls
+    target = speedup.Stopwatch(Slow(TARGET_ABC, 8, 4))  # the same target's, speculating
+    draft = speedup.Stopwatch(Slow(DRAFT_ABC, 3))
 
-    def plain(prompt, seed):  # 2 ms outside per token
+    def plain(prompt, seed):  # 6 ms outside per token
         g = specmini.autoregressive(alone, prompt, 7, seed=seed)
-        return time.sleep(0.002 * len(g.rounds)) or g
+        return time.sleep(0.006 * len(g.rounds)) or g
 
-    def spec(prompt, seed):  # 4 ms outside per round
+    def spec(prompt, seed):  # 12 ms outside per round
         g = specmini.generate(target, draft, prompt, 7, k=2, seed=seed)
-        return time.sleep(0.004 * len(g.rounds)) or g
+        return time.sleep(0.012 * len(g.rounds)) or g
 
     runs = {"target alone": plain, "speculative": spec}
     times, _ = timing.race(runs, [[0], [1]], (alone, target, draft), reps=2)
     assert alone.count() == 2 * 2 * 7  # prompts x repetitions x tokens: the warm-up forgotten
-    assert times["target alone"]["seconds"] >= 28 * 0.006
+    assert times["target alone"]["seconds"] >= 28 * 0.014
     paid = speedup.costs_in_race(alone, target, draft, times, 2)
-    assert 4 <= paid["step_ms"] < 5.5
+    assert 8 <= paid["step_ms"] < 10
     step = paid["step_ms"]
-    assert paid["c"] == pytest.approx(1 / step, rel=0.4)
-    assert paid["v"] == pytest.approx(8 / step, rel=0.2)  # 3 rows: 4 + 2 x 2 ms
-    assert paid["o_k"] == pytest.approx(4 / step, rel=0.3)
-    assert paid["o_0"] == pytest.approx(2 / step, rel=0.3)
+    assert paid["c"] == pytest.approx(3 / step, rel=0.3)
+    assert paid["v"] == pytest.approx(16 / step, rel=0.2)  # 3 rows: 8 + 2 x 4 ms
+    assert paid["o_k"] == pytest.approx(12 / step, rel=0.3)
+    assert paid["o_0"] == pytest.approx(6 / step, rel=0.3)
     # the alpha at which the refined formula reaches a speed-up, and where none can
     alpha = speedup.alpha_needed(1.5, 2, 0.1, 1.2, 0.2, 0.05)
     assert speedup.refined_speedup(alpha, 2, 0.1, 1.2, 0.2, 0.05) == pytest.approx(1.5)
     assert speedup.alpha_needed(3.5, 2, 0.1, 1.2) is None  # 3 tokens a round at most
+    assert speedup.alpha_needed(0.5, 2, 0.1, 1.2) == 0.0  # reached even when nothing passes
+    with pytest.raises(ValueError, match="over 4 new token"):  # no pass over K + 1 = 4 tokens
+        speedup.costs_in_race(alone, target, draft, times, 3)
 
 
 def test_the_race_pauses_before_every_timed_run_and_not_inside_it(monkeypatch):
