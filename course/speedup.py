@@ -27,8 +27,9 @@ def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
 
 
 def alpha_needed(goal, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
-    """The alpha at which `refined_speedup` reaches `goal` with these costs, or None where even
-    alpha = 1 falls short. By bisection: the speed-up grows with alpha."""
+    """The alpha at which `refined_speedup` reaches `goal` with these costs: 0.0 where even
+    alpha = 0 reaches it, None where even alpha = 1 falls short. By bisection: the speed-up
+    grows with alpha."""
 
     def short(alpha):
         return refined_speedup(alpha, k, c, verify_cost, overhead, plain_overhead) < goal
@@ -121,10 +122,10 @@ def costs_in_race(alone, target, draft, race_summary, k):
 
     clocked = {"the target alone": (alone, 1), "a draft": (draft, 1), "the target": (target, k + 1)}
     for name, (watch, rows) in clocked.items():
-        if not watch.calls[rows]:
+        if not watch.calls.get(rows):
             raise ValueError(
-                f"no call of {name} over {rows} new token(s) was clocked: did the "
-                f"race run K = {k} with these Stopwatches?"
+                f"no call of {name} returning {rows} row(s) was clocked: costs_in_race needs "
+                f"the race's Stopwatches and the K it ran (k = {k})"
             )
     step = median(alone.calls[1])
 

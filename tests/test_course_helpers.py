@@ -308,7 +308,7 @@ def test_costs_in_race_are_what_the_race_paid():
         def reset(self):
             pass
 
-    # long enough that a loaded machine's late wake-ups (a millisecond or two) stay small
+    # long enough that a loaded machine's late wake-ups (a millisecond or two) stay within bounds
     alone = speedup.Stopwatch(Slow(TARGET_ABC, 8, 4))  # the target alone's calls
     target = speedup.Stopwatch(Slow(TARGET_ABC, 8, 4))  # the same target's, speculating
     draft = speedup.Stopwatch(Slow(DRAFT_ABC, 3))
@@ -337,7 +337,7 @@ def test_costs_in_race_are_what_the_race_paid():
     assert speedup.refined_speedup(alpha, 2, 0.1, 1.2, 0.2, 0.05) == pytest.approx(1.5)
     assert speedup.alpha_needed(3.5, 2, 0.1, 1.2) is None  # 3 tokens a round at most
     assert speedup.alpha_needed(0.5, 2, 0.1, 1.2) == 0.0  # reached even when nothing passes
-    with pytest.raises(ValueError, match="over 4 new token"):  # no pass over K + 1 = 4 tokens
+    with pytest.raises(ValueError, match="returning 4 row"):  # no pass over K + 1 = 4 tokens
         speedup.costs_in_race(alone, target, draft, times, 3)
 
 
