@@ -26,23 +26,23 @@ def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
     return per_round * (1 + plain_overhead)
 
 
+def alpha_for_tokens(tokens, k):
+    """The alpha at which specmini.expected_tokens(alpha, k) equals `tokens` (1 to k + 1 per
+    round), by bisection far past float rounding: expected_tokens grows with alpha."""
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if specmini.expected_tokens(mid, k) < tokens else (low, mid)
+    return (low + high) / 2
+
+
 def alpha_needed(goal, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
     """The alpha at which `refined_speedup` reaches `goal` with these costs: 0.0 where even
-    alpha = 0 reaches it, None where even alpha = 1 falls short. By bisection: the speed-up
-    grows with alpha."""
-
-    def short(alpha):
-        return refined_speedup(alpha, k, c, verify_cost, overhead, plain_overhead) < goal
-
-    if short(1.0):
+    alpha = 0 reaches it, None where even alpha = 1 falls short."""
+    tokens = goal * (k * c + verify_cost + overhead) / (1 + plain_overhead)  # needed per round
+    if tokens > k + 1:  # a round yields at most k + 1 tokens
         return None
-    if not short(0.0):
-        return 0.0
-    low, high = 0.0, 1.0
-    for _ in range(40):
-        mid = (low + high) / 2
-        low, high = (mid, high) if short(mid) else (low, mid)
-    return high
+    return 0.0 if tokens <= 1 else alpha_for_tokens(tokens, k)
 
 
 def choose_k(alpha, c, verify_costs, overhead=0.0):

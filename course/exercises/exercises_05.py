@@ -26,21 +26,12 @@ def alpha_of(fn, tokens, k):
     return alpha
 
 
-def exact_alpha(tokens, k):
-    """The alpha the check holds answers to, by bisection far past TOLERANCE."""
-    low, high = 0.0, 1.0
-    for _ in range(100):
-        mid = (low + high) / 2
-        low, high = (mid, high) if specmini.expected_tokens(mid, k) < tokens else (low, mid)
-    return (low + high) / 2
-
-
 def published(fn):
     alpha = alpha_of(fn, 0.8 * 5, 4)  # r' = 0.8 with K = 4: 4 tokens per round
     got = specmini.expected_tokens(alpha, 4)
     hint = "is it r' itself?" if np.isclose(alpha, 0.8) else "too few" if got < 4 else "too many"
     expect(
-        abs(alpha - exact_alpha(4.0, 4)) <= TOLERANCE,
+        abs(alpha - speedup.alpha_for_tokens(4.0, 4)) <= TOLERANCE,
         f"your alpha gives {got:.6g} tokens per round with K = 4, not 4: {hint}",
     )
 
