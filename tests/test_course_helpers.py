@@ -261,30 +261,39 @@ def test_the_refined_formula_charges_the_time_outside_the_models():
     assert speedup.choose_k(0.8, 0.1, {1: 1.0, 4: 1.2}, overhead=5.0) == (0, 1.0)
 
 
+class Sleepy:
+    """A constant model that sleeps `ms` per call and `per_row` more for each new row past the
+    first: a model whose cost the timing tests know."""
+
+    def __init__(self, probs, ms, per_row=0.0):
+        from course.toys import constant_model
+
+        self.model, self.ms, self.per_row = constant_model(probs), ms, per_row
+
+    def __call__(self, tokens, start):
+        import time
+
+        time.sleep((self.ms + self.per_row * (len(tokens) - start - 1)) / 1000)
+        return self.model(tokens, start)
+
+    def reset(self):
+        pass
+
+
 def test_time_outside_counts_what_is_not_inside_the_models():
     import time
 
     from course import speedup
-    from course.toys import DRAFT_ABC, TARGET_ABC, constant_model
-
-    class Slow:  # 2 ms inside every call
-        def __init__(self, probs):
-            self.model = constant_model(probs)
-
-        def __call__(self, tokens, start):
-            time.sleep(0.002)
-            return self.model(tokens, start)
-
-        def reset(self):
-            pass
+    from course.toys import DRAFT_ABC, TARGET_ABC
 
     def decode(target, draft):  # 6 ms outside the models per round
         g = specmini.generate(target, draft, [0], 12, k=2, temperature=1.0, seed=0)
         time.sleep(0.006 * len(g.rounds))
         return g
 
-    speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))  # a first run pays more
-    ms, g = speedup.time_outside(decode, Slow(TARGET_ABC), Slow(DRAFT_ABC))
+    models = Sleepy(TARGET_ABC, 2), Sleepy(DRAFT_ABC, 2)  # 2 ms inside every call
+    speedup.time_outside(decode, *models)  # a first run pays more
+    ms, g = speedup.time_outside(decode, *models)
     assert len(g.tokens) == 12
     assert 6.0 <= ms < 8.0, ms  # the models' 2 ms per call are not counted
 
@@ -295,31 +304,22 @@ def test_costs_in_race_are_what_the_race_paid():
     import time
 
     from course import speedup, timing
-    from course.toys import DRAFT_ABC, TARGET_ABC, constant_model
-
-    class Slow:  # `ms` per call and `per_row` for each new row past the first
-        def __init__(self, probs, ms, per_row=0.0):
-            self.model, self.ms, self.per_row = constant_model(probs), ms, per_row
-
-        def __call__(self, tokens, start):
-            time.sleep((self.ms + self.per_row * (len(tokens) - start - 1)) / 1000)
-            return self.model(tokens, start)
-
-        def reset(self):
-            pass
+    from course.toys import DRAFT_ABC, TARGET_ABC
 
     # long enough that a loaded machine's late wake-ups (a millisecond or two) stay within bounds
-    alone = speedup.Stopwatch(Slow(TARGET_ABC, 8, 4))  # the target alone's calls
-    target = speedup.Stopwatch(Slow(TARGET_ABC, 8, 4))  # the same target's, speculating
-    draft = speedup.Stopwatch(Slow(DRAFT_ABC, 3))
+    alone = speedup.Stopwatch(Sleepy(TARGET_ABC, 8, 4))  # the target alone's calls
+    target = speedup.Stopwatch(Sleepy(TARGET_ABC, 8, 4))  # the same target's, speculating
+    draft = speedup.Stopwatch(Sleepy(DRAFT_ABC, 3))
 
     def plain(prompt, seed):  # 6 ms outside per token
         g = specmini.autoregressive(alone, prompt, 7, seed=seed)
-        return time.sleep(0.006 * len(g.rounds)) or g
+        time.sleep(0.006 * len(g.rounds))
+        return g
 
     def spec(prompt, seed):  # 12 ms outside per round
         g = specmini.generate(target, draft, prompt, 7, k=2, seed=seed)
-        return time.sleep(0.012 * len(g.rounds)) or g
+        time.sleep(0.012 * len(g.rounds))
+        return g
 
     runs = {"target alone": plain, "speculative": spec}
     times, _ = timing.race(runs, [[0], [1]], (alone, target, draft), reps=2)
