@@ -267,13 +267,14 @@ class Clock:
     the models once failed a test in CI). The course's own Python takes no time on it."""
 
     def __init__(self):
-        self.now = 0.0
+        self.now, self.slept = 0.0, []
 
     def perf_counter(self):
         return self.now
 
     def sleep(self, seconds):
         self.now += seconds
+        self.slept.append(seconds)
 
 
 @pytest.fixture
@@ -364,20 +365,18 @@ def test_costs_in_race_are_what_the_race_paid(clock):
         speedup.costs_in_race(alone, target, draft, times, 3)
 
 
-def test_the_race_pauses_before_every_timed_run_and_not_inside_it(monkeypatch, clock):
+def test_the_race_pauses_before_every_timed_run_and_not_inside_it(clock):
     # PyTorch's threads spin on the cores after their last call: a run right after one of its
     # runs was slowed, so every run starts after a pause, which its time does not include
     from course import timing
     from course.toys import TARGET_ABC, constant_model
 
-    model = constant_model(TARGET_ABC)
-    pauses = []
-    monkeypatch.setattr(timing.time, "sleep", lambda s: (pauses.append(s), clock.sleep(s)))
+    model = constant_model(TARGET_ABC)  # which never sleeps: every sleep is the race's
     runs = {
         name: lambda prompt, seed: specmini.autoregressive(model, prompt, 4, seed=seed)
         for name in ("a", "b")
     }
     per_token, _ = timing.race(runs, [[0], [1], [2]], [], reps=2)
-    assert pauses == [timing.SETTLE_S] * (2 * 3 * 2)  # runs x prompts x repetitions
+    assert clock.slept == [timing.SETTLE_S] * (2 * 3 * 2)  # runs x prompts x repetitions
     assert clock.now == pytest.approx(timing.SETTLE_S * 12)  # the pauses passed on the clock
     assert all(t["median"] == 0 for t in per_token.values())  # and none inside a timed run
