@@ -66,7 +66,13 @@ c.GenerateAssignment.preprocessors = [
 c.TagRemovePreprocessor.remove_cell_tags = {"self-study"}
 c.TagRemovePreprocessor.enabled = True
 
-# Autograding runs each notebook top to bottom. nbgrader's default allows 30 s per cell; notebook
-# 06 compiles GPT-2's kernels in a few of its cells (about 35 s in all on a 2-core CPU with a cold
-# cache), and a teacher's machine may be slower or busier.
-c.Execute.timeout = 300
+# Autograding runs each notebook top to bottom, and a teacher's machine is often cold and busy.
+# nbgrader's defaults suit a quiet one: 30 s per cell, 60 s for a kernel to start, and 4 s for a
+# cell's last outputs after its reply, past which the whole autograde fails. Notebooks 06 and 07
+# build GPT-2's compiled calls in a few cells: up to about 90 s for one cell alone on a 2-core CPU
+# with an empty tinygrad cache, and several times that with two autograders and other work on the
+# same two cores. A graded check never needs those cells to have finished (notebook 07 builds its
+# calls after what its exercise reads), so a cell that still times out costs time, not marks.
+c.Execute.timeout = 900
+c.Execute.startup_timeout = 300
+c.Execute.iopub_timeout = 120

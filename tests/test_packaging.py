@@ -11,7 +11,7 @@ from pathlib import Path
 from course import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_TOOLS = {"pytest", "nbval", "scipy", "playwright", "ruff", "nbgrader", "torch", "transformers"}
+TEST_TOOLS = {"pytest", "nbval", "playwright", "ruff", "nbgrader", "torch", "transformers"}
 
 
 def third_party_imports(*folders):
