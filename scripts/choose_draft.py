@@ -57,7 +57,8 @@ def main():
     target = checkpoints.load(args.models / "pytarget", buckets=(1, 2, 3, 4, 5, 6, 7, 8, 9, 16))
     target.compile()
     text = windows[0][:128]
-    record = {"machine": timing.machine_name(), "held_out_positions": WINDOWS * WINDOW, "drafts": {}}
+    record = {"machine": timing.machine_name(), "held_out_positions": WINDOWS * WINDOW}
+    record["drafts"] = {}
     for name in args.candidates:
         draft_twin = NumpyGPT2(checkpoints.load(args.models / name))
         soft, greedy = alphas(twin, draft_twin, windows)

@@ -52,8 +52,8 @@ MODELS = {
 # (models, teacher, steps): sized to train on two CPU cores in about two hours in all
 GROUPS = (
     (("pydraft-data",), None, 3000),
-    (("pytarget",), None, 1600),
-    (("pydraft", "pydraft-2x256"), "pytarget", 1100),
+    (("pytarget",), None, 1100),
+    (("pydraft", "pydraft-2x256"), "pytarget", 600),
 )
 CONTEXT, BATCH, SEED = 256, 8, 1234
 

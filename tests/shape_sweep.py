@@ -1,8 +1,8 @@
 """Run course/gpt2.py's compiled calls on small random shapes; one line per shape as it ends.
 
 tinygrad 0.14 could recurse without end on some shapes when the token count was symbolic, and
-its compile worker then died silently: the process hung. tests/test_gpt2.py runs this in a
-subprocess with a time limit, so a hang fails the test and the last line names the shape.
+its compile worker then died silently: the process hung. tests/test_gpu_path.py runs this in a
+subprocess and fails when a shape makes no progress for minutes; the last line names the shape.
 """
 
 # isort: off
