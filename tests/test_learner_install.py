@@ -11,6 +11,7 @@ virtual environment made by the README's first command.
 """
 
 import ast
+import functools
 import json
 import re
 import sys
@@ -102,9 +103,15 @@ def third_party_imports(sources, root=ROOT):
     return found
 
 
+@functools.cache
+def installed():
+    """Top-level module -> the installed distributions providing it (read once: a full scan)."""
+    return packages_distributions()
+
+
 def distributions(module):
     """The distributions that provide a top-level module (its own name if none installed does)."""
-    return {canonical(d) for d in packages_distributions().get(module, [module])}
+    return {canonical(d) for d in installed().get(module, [module])}
 
 
 def missing(sources, installs):
