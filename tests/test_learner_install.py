@@ -10,35 +10,16 @@ fails in JupyterLab. `.ci/learner-path` proves the same by running every noteboo
 virtual environment made by the README's first command.
 """
 
-import ast
-import functools
 import json
-import re
-import sys
 import tomllib
-from importlib.metadata import packages_distributions
-from pathlib import Path
 
 import pytest
+from imports import ROOT, distributions, requirement_names, third_party_imports
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-FIRST_PARTY = {"course", "specmini"}
-
-
-def canonical(name):
-    """A distribution's name as pip compares them (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def requirement_names(lines):
-    """The distributions that requirement lines name (comments, options and markers left out)."""
-    names = set()
-    for line in lines:
-        line = line.split("#")[0].strip()
-        if line and not line.startswith("-"):
-            names.add(canonical(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0]))
-    return names
+# IPython lines this check lets through, unread. Any other % or ! line fails: `!pip install x`
+# would hide a missing requirement, and a magic may run code this check cannot read.
+ALLOWED_MAGICS = ("%matplotlib",)
 
 
 def learner_installs(root=ROOT):
@@ -54,64 +35,17 @@ def learner_installs(root=ROOT):
 
 
 def code_cells(path):
-    """A notebook's code cells as Python (IPython's % and ! lines dropped)."""
+    """A notebook's code cells as Python; a % or ! line outside ALLOWED_MAGICS is an error."""
     cells = json.loads(path.read_text())["cells"]
-    for cell in cells:
+    for i, cell in enumerate(cells):
         if cell["cell_type"] == "code":
             lines = "".join(cell["source"]).splitlines()
+            for line in lines:
+                if line.lstrip().startswith(("%", "!")) and not line.lstrip().startswith(
+                    ALLOWED_MAGICS
+                ):
+                    raise ValueError(f"{path.name} cell {i}: {line.strip()!r} is not read")
             yield "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
-
-
-def imported(source):
-    """The absolute module names that a piece of Python imports, `from a.b import c` as both
-    a.b and a.b.c (c may be a module)."""
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return names
-
-
-def module_file(name, root=ROOT):
-    """The file of a first-party module (a.b -> a/b.py or a/b/__init__.py), or None."""
-    base = root.joinpath(*name.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def third_party_imports(sources, root=ROOT):
-    """Top-level names of the third-party modules that `sources` import, with every first-party
-    module they import followed, and the packages above it (importing a.b runs a/__init__.py)."""
-    found, seen, todo = set(), set(), [name for source in sources for name in imported(source)]
-    while todo:
-        name = todo.pop()
-        top = name.split(".")[0]
-        if top in FIRST_PARTY:
-            parts = name.split(".")
-            for i in range(1, len(parts) + 1):
-                path = module_file(".".join(parts[:i]), root)
-                if path and path not in seen:
-                    seen.add(path)
-                    todo += imported(path.read_text())
-        elif top not in sys.stdlib_module_names:
-            found.add(top)
-    return found
-
-
-@functools.cache
-def installed():
-    """Top-level module -> the installed distributions providing it (read once: a full scan)."""
-    return packages_distributions()
-
-
-def distributions(module):
-    """The distributions that provide a top-level module (its own name if none installed does)."""
-    return {canonical(d) for d in installed().get(module, [module])}
 
 
 def missing(sources, installs):
@@ -139,6 +73,18 @@ def test_the_check_finds_a_package_the_learner_lacks():
     assert missing(["import numpy"], installs) == {}
     no_numpy = {k: v - {"numpy"} for k, v in learner_installs().items()}
     assert "numpy" in missing(["from course.toys import check"], no_numpy)[next(iter(no_numpy))]
+
+
+def test_a_line_the_check_cannot_read_fails(tmp_path):
+    """A shell line or an unknown magic in a notebook, and a relative import, are errors, not
+    skipped: `!pip install scipy` in a cell would otherwise hide scipy's absence."""
+    notebook = tmp_path / "nb.ipynb"
+    cell = {"cell_type": "code", "source": ["!pip install scipy\n", "import scipy"]}
+    notebook.write_text(json.dumps({"cells": [cell]}))
+    with pytest.raises(ValueError, match="pip install scipy"):
+        list(code_cells(notebook))
+    with pytest.raises(ValueError, match="relative import"):
+        missing(["from . import toys"], learner_installs())
 
 
 def test_the_check_reads_every_notebook_and_the_course():
