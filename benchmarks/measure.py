@@ -18,9 +18,9 @@ from course.timing import seconds
 from course.toys import accept_tests, pass_rate
 
 SAMPLE_S = 0.03  # a timing sample repeats a call until it lasts about this long
-# Untimed calls before each sample, after its pause: the first calls after a pause are slow (a
-# 2-token pass 2.3, 2.0, 1.7, 1.5 ms ... settling near 1.35 after about 8 calls; 2-core AMD
-# EPYC, development, 2026-11-26), and the race, which decodes without pausing, never pays that
+# Untimed calls before each sample, after its pause: the first calls after a pause are slow, up
+# to 1.7 times, settling after about 8 calls (benchmarks/README.md, History), and the race, which
+# decodes without pausing, never pays that
 WARM_CALLS = 8
 MODES = ("greedy", "speculative")  # the whole runs at temperature 0 of every repetition
 TEMPERATURES = (0.0, 1.0)  # the race's

@@ -6,11 +6,8 @@ loudly if an upgrade moves any of them. Nothing else in the course reads tinygra
 **Two CPU runtimes.** tinygrad 0.14 can run a compiled call (`TinyJit`) on a CPU in two ways:
 
 - the default runtime launches the call's kernels one after the other from Python, tens of
-  microseconds each: a 24-block model's step of 267 small kernels spends a large share of its
-  time on launches (9.95 ms against 5.66 ms on HCQ2 on the 2-core AMD EPYC, benchmark medians
-  of 2026-11-25; 315 kernels and 0.577 to 0.606 ms on HCQ2, fastest and median, in the stored
-  benchmark with untimed calls before each sample, `cpu-amd-epyc-2026-11-26-hcq2-warm.json`:
-  README, Performance);
+  microseconds each: a deep model's step of hundreds of small kernels spends a large share of
+  its time on launches (benchmarks/README.md has the measurements);
 - HCQ2, switched on by `HCQ2=1` in the environment *before tinygrad is imported*, encodes the
   call's kernels once into a command buffer that worker threads run without Python in between.
 
@@ -111,9 +108,8 @@ class Replay:
     On HCQ2 a captured call is one program that submits the call's command buffer (every
     kernel, encoded once) to the worker thread that runs them. Each call, TinyJit looks up the
     buffers of all the call's kernels (hundreds for the target) before it runs that program,
-    and binding the Variables and reading the output tensor cost as much again: together half
-    of the draft's call and a sixth of the target's step before the weights were packed (about
-    0.1 and 0.35 ms, 2-core AMD EPYC, not stored). Replay looks the buffers up once, runs the
+    and binding the Variables and reading the output tensor cost as much again: a large share
+    of a small model's call on a CPU. Replay looks the buffers up once, runs the
     program as tinygrad's `exec_hcq` does with only the Variables' values new (without its
     profiling), waits, and copies the output from a view kept of its buffer. A call with input
     tensors (the course's take none), in more than one submit or not on a CPU is left to
@@ -139,7 +135,7 @@ class Replay:
         view = out._buffer().as_memoryview(allow_zero_copy=True)  # the buffer every replay fills
         self.out = np.frombuffer(view, dtype=out.dtype.fmt).reshape(out.shape)
         # the program's values in its order, and its launch size where no value changes it, found
-        # once: tinygrad's `vals` rebuilds a dict per value (6 of a draft call's 75 us)
+        # once: tinygrad's `vals` rebuilds a dict per value, a visible cost in a short call
         arg = self.program.arg
         self.names = [None if v.expr in arg.runtimevars else v.expr for v in arg.vars]
         sizes = (*arg.global_size, *(arg.local_size or ()))
@@ -183,9 +179,9 @@ class Replay:
     def wait(self):
         """Wait as the device's `synchronize` does (each worker thread has run every command
         submitted to it, and the timeline signal has its last value), on views of those
-        counters made once: `synchronize` makes them anew each call (9 us when nothing is left
-        to wait for, a sixth of a draft call's replay; development, 2-core AMD EPYC, not
-        stored). `synchronize` itself past SPINS turns (it raises on a hung worker), with a
+        counters made once: `synchronize` makes them anew each call, a visible share of a short
+        call even when nothing is left to wait for. `synchronize` itself past SPINS turns (it
+        raises on a hung worker), with a
         worker new since, while profiling, or on a device other than the one that submits
         (tinygrad's HCQ_RUNTIME_DEV, whose own wait `synchronize` runs first)."""
         from tinygrad.runtime.support.hcq2 import HCQ_RUNTIME_DEV
@@ -200,7 +196,7 @@ class Replay:
 
 def read_out(t):
     """A realized tensor's values, copied out of its buffer (the next replay overwrites it). On a
-    CPU in place: `Tensor.numpy()` schedules a copy on every call, a third of a draft step."""
+    CPU in place: `Tensor.numpy()` schedules a copy on every call, a large share of a short call."""
     import numpy as np
 
     view = t._buffer().as_memoryview(allow_zero_copy=True)  # a copy on a GPU anyway
@@ -261,10 +257,9 @@ def rows_in_registers(k):
     summed-over input), a small axis that some buffer does not depend on is upcast instead.
 
     tinygrad's heuristics compute a kernel over 2 to 9 new tokens one row after the other and so
-    read every weight once per row: a pass over 5 tokens cost about 3 steps (3.2, measured
-    during development with HCQ2 on the 2-core AMD EPYC, not stored). Its kernel search (BEAM)
-    finds kernels like these, but took 9 (2-core Intel Xeon) to 21 minutes (2-core AMD EPYC) for
-    the offline pair."""
+    read every weight once per row: a pass over several tokens then costs several steps. Its
+    kernel search (BEAM) finds kernels like these, but takes many minutes in every fresh cache
+    (benchmarks/README.md, History)."""
     from tinygrad.codegen.opt import Opt, OptOps
 
     def sizes():
@@ -304,14 +299,12 @@ def lay_out(weight):
     """A linear layer's weights (in, out) as the decoding path reads them. On a CPU, packed
     (out / VECTOR, in, VECTOR): each group of VECTOR outputs has its weights in one contiguous
     run, which a kernel then reads from start to end (`matmul`), where (in, out) has it read
-    VECTOR x 4 bytes from every row (512 bytes to 2 KB in the offline target). Packed by 8 (VECTOR
-    was 8 then), a step of the offline target took 1.22 ms instead of 2.00 at 30 cached
-    positions, 1.66 instead of 2.35 at 130 (both with the replay; 2-core AMD EPYC, in one
-    process, not stored), with identical logits: probably because the CPU's prefetcher does best
-    on one long run of consecutive addresses.
-    The copy doubles the memory of the linear layers and the head on a CPU (19 MB more for the
-    offline target, 1.4 GB for gpt2-medium in fp32). Elsewhere (a GPU's threads read
-    neighbouring outputs together) the weights as they are."""
+    VECTOR x 4 bytes from every row. The logits are identical and a step is much faster
+    (benchmarks/README.md), probably because the CPU's prefetcher does best on one long run of
+    consecutive addresses.
+    The copy doubles the memory of the linear layers and the head on a CPU (1.4 GB more for
+    gpt2-medium in fp32). Elsewhere (a GPU's threads read neighbouring outputs together) the
+    weights as they are."""
     n_in, n_out = weight.shape
     if not on_cpu(weight.device) or n_out % VECTOR:
         return weight
@@ -419,11 +412,8 @@ def install_wide_loads():
 
     tinygrad 0.14 groups a kernel's loads and stores into vectors of at most 4 values (its pass
     `memory_coalescing`), so clang computes a matmul's sums 4 at a time even where the CPU has
-    8 (AVX2) or 16 (AVX-512) lanes: the arithmetic of a pass over 5 tokens then took longer
-    than reading its weights. With 16-wide loads (and VECTOR = 16) a pass over 5 tokens took
-    0.75x the time and a step the same, logits identical (2-core AMD EPYC, in one process,
-    alternating, not stored); the stored runs agree less: the benchmark's fastest 5-token pass
-    0.96x, notebook 06's 0.73x with its step 0.79x (README, Performance). tinygrad has no
+    8 (AVX2) or 16 (AVX-512) lanes: a pass over several tokens uses only part of each vector.
+    Wider loads keep the logits identical. tinygrad has no
     setting for it: its module is executed anew from its own source with that one line
     (TINYGRAD_LOADS) changed, for CPU kernels only (any 32-bit or 16-bit buffer, loads and
     stores), and only its `memory_coalescing` is used; elsewhere as it was."""
@@ -482,11 +472,7 @@ def attend_in_blocks(q, qkv_cache, cached_blocks, start_pos, blocks):
     Each row's sums are the same sums in the same order whatever the call's count of rows and
     of blocks (padding adds exact zeros), so a pass over new tokens gives exactly the logits of
     one-token steps. Costs one kernel more per layer (the copy) and the keys' memory again
-    (n_layer x positions x n_embd x 4 bytes in fp32: 3.3 MB for the offline target, 102 MB for
-    gpt2-medium). A first version, keys held (B, nh, hs, positions), against q @ k.T: a pass
-    over 3 tokens at 220 positions 1.81 -> 1.23 ms, a step 0.97 -> 0.83; then blocks in one run
-    of memory: a step at 128 positions 0.83 -> 0.77 ms, a pass over 5 tokens 1.63 -> 1.54
-    (2-core AMD EPYC, in one process, not stored)."""
+    (n_layer x positions x n_embd x 4 bytes in fp32: about 102 MB for gpt2-medium)."""
     from tinygrad import Tensor
 
     B, nh, T, hs = q.shape
@@ -509,8 +495,7 @@ def attend_in_blocks(q, qkv_cache, cached_blocks, start_pos, blocks):
 def kernel_of_its_own(f, x):
     """f(x), on a CPU in a kernel of its own: an elementwise f such as GELU that would otherwise
     be computed in a matmul's kernel, after its sum, one upcast value after another, which clang
-    does not vectorise; alone, a plain loop that it does (install_kernel_rule). A pass over 5
-    tokens took 0.85x the time (2-core AMD EPYC, in one process, not stored). Elsewhere, f(x)."""
+    does not vectorise; alone, a plain loop that it does (install_kernel_rule). Elsewhere, f(x)."""
     if not on_cpu(x.device):
         return f(x)
     return f(x.contiguous()).contiguous()

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 # The pause before each timed run in a race: PyTorch's threads keep spinning on the cores for a
-# while after their last call, so a run right after PyTorch's was slowed (a tinygrad step 1.29 ms
-# just after PyTorch work, 0.90 ms after this pause, 0.80 ms alone: 2-core AMD EPYC, 2026-11-26)
+# while after their last call, so a run right after PyTorch's is slowed by half or more on two
+# cores (benchmarks/README.md, History)
 SETTLE_S = 0.05
 
 
@@ -97,3 +97,14 @@ def cpu_model():
 def machine_name():
     """'2-core AMD EPYC CPU' and the like: which machine a timing comes from."""
     return f"{os.cpu_count()}-core {cpu_model()} CPU"
+
+
+def last_level_cache_bytes():
+    """The size of the CPU's largest cache (L3 on most x86 machines), from Linux's sysfs; None
+    where it cannot be read. A model whose weights exceed it reads them from memory every step."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip()
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+    return max(sizes, default=None)

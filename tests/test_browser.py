@@ -42,8 +42,8 @@ CHROMIUM_FLAGS = [
 NO_CHROMIUM = "no Chromium found: install it (Debian/Ubuntu: sudo apt-get install chromium)"
 NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements-test.txt"
 
-# Notebook 06 takes about two minutes top to bottom on a 2-core CPU (its 24-block
-# target compiles seven calls and races), while its sliders are built by the same `slider_panel`
+# Notebook 06 takes minutes top to bottom on a 2-core CPU (it builds its target's compiled calls,
+# times models of several sizes and races), while its sliders are built by the same `slider_panel`
 # as 05's and nbval runs its live view: its browser run comes with the screenshots, or
 # SPECMINI_BROWSER_ALL=1.
 RUN_SLOW = SAVE_SCREENSHOTS or os.environ.get("SPECMINI_BROWSER_ALL", "") == "1"

@@ -1,28 +1,31 @@
 """The longer code of notebook 06 (GPT-2 in tinygrad): loading the models, the greedy-identity
-check, acceptance measured along a text (and a gain in it with a bootstrap interval), the timers,
-the live view behind the sliders and the offline pair's training record. The notebook shows the
-calls and what they print. No exercise solution lives here."""
+check, acceptance measured along a text (and a gain in it with a bootstrap interval), what a call
+costs and the two figures about it, the live view behind the sliders and the offline pair's
+training record. The notebook shows the calls and what they print. No exercise solution lives
+here."""
 
 import ast
 import functools
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
 import specmini
-from course import checkpoints, tokenizers
+from course import checkpoints, gpt2, timing, tokenizers
 from course.display import show_rounds, slider, slider_panel
+from course.figures import save
 from course.speedup import DRAFT_BUCKETS
 from course.toys import accept_tests, first_difference, pass_rate
 
 # ---------- the models ----------
 
-# The offline target's compiled calls: 1 to 5 new tokens (K up to 4). Longer inputs (prompts, a
-# pass at K = 5 to 8) go in chunks of 5, so no call of 16 is built. Each call takes 8 to 11 s to
-# build on a 2-core CPU, even with tinygrad's cache warm: the notebook builds no more than these.
-TARGET_BUCKETS = (1, 2, 3, 4, 5)
+# The offline target's compiled calls: 1 to 9 new tokens, a verification pass for K up to 8 in
+# one call (the sliders' range, and the cost figure's). Prompts go in chunks of 9, so no call of
+# 16 is built: each call takes seconds to build, and the notebook builds no more than these.
+TARGET_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 
 def load_pair(models, on_gpu, offline_dir):
@@ -282,6 +285,98 @@ def sliders(live, k=4, temperature=0.8):
     return slider_panel(live, controls)
 
 
+# ---------- what a call costs ----------
+
+
+def random_gpt2(n_layer, like, buckets=(1,)):
+    """A GPT-2 as wide as `like` (a GPT2) with n_layer blocks and random weights: it takes a
+    trained model's time per call (the same kernels, the same bytes), and its outputs are noise."""
+    cfg = like.config
+    shape = gpt2.Config(vocab_size=cfg.vocab_size, n_positions=cfg.n_positions,
+                        n_embd=cfg.n_embd, n_layer=n_layer, n_head=cfg.n_head)  # fmt: skip
+    return gpt2.GPT2(shape, buckets=buckets)
+
+
+def weight_megabytes(model):
+    """What a step reads: the model's weights, in MB as stored in memory (fp32: 4 bytes each)."""
+    return checkpoints.parameter_count(model) * model.wte.weight.dtype.itemsize / 1e6
+
+
+def call_costs(models, text, at, news, repeat=15):
+    """ms of each model's call over n new tokens against a warm cache of `at` positions, for n in
+    `news`: {name: {n: ms}}, the fastest of `repeat`. The calls take turns (so the machine's load
+    weighs on all alike), and each timed call comes right after an untimed one of the same call:
+    it finds the model's weights wherever a run of its own calls leaves them, in the CPU's cache
+    if they fit, not where another model's calls pushed them."""
+    calls = {(name, n): (lambda m=m, n=n: m(text[: at + n], at))
+             for name, m in models.items() for n in news}  # fmt: skip
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(repeat):
+        for key, call in calls.items():
+            call()  # untimed: compiles on the first turn, then brings the weights close
+            best[key] = min(best[key], timing.seconds(call))
+    return {name: {n: 1000 * best[name, n] for n in news} for name in models}
+
+
+def plot_regime(sizes_mb, step_ms, per_token, cache_mb, machine, precision="fp32", path=None):
+    """The figure on where speculative decoding pays. Left: a one-token step's time against the
+    weights it reads, with the CPU's last-level cache marked. Right: a call over n new tokens, in
+    steps of the same model, for each model in `per_token` ({label: {n: ms}})."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    left.plot(sizes_mb, step_ms, "o-", color="tab:blue", label="one-token step (random weights)")
+    if cache_mb:
+        left.axvline(cache_mb, color="grey", ls="--", label=f"last-level cache ({cache_mb:.1f} MB)")
+    left.set(title="A step's time against the weights it reads", ylabel="fastest step (ms)",
+             xlabel=f"weights (MB, {precision})", xlim=(0, None), ylim=(0, None))  # fmt: skip
+    left.legend()
+    for (label, ms), colour in zip(per_token.items(), ("tab:orange", "tab:green"), strict=False):
+        news = sorted(ms)
+        right.plot(news, [ms[n] / ms[1] for n in news], "o-", color=colour, label=label)
+    news = sorted(next(iter(per_token.values())))
+    right.plot(news, news, ":", color="grey", label="n one-token steps")
+    right.axhline(1, color="grey", lw=0.8)
+    right.set(title="A call over n new tokens, in steps", xlabel="new tokens in one call (K + 1)",
+              ylabel="time / one-token step", ylim=(0, None))  # fmt: skip
+    right.legend()
+    fig.suptitle(f"Measured on a {machine}")
+    fig.tight_layout()
+    return save(fig, path) if path else fig
+
+
+def plot_round_costs(raced, machine, path=None):
+    """Where a round's time goes, in the race's target steps: the draft's calls (K c), the
+    verification pass (v_K) and the time outside the models (o_K), beside the target alone's time
+    for the tokens that a round made (one step and o_0 per token). `raced`: temperature -> the
+    race's record (k, per_round, paid: c, v, o_k, o_0)."""
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    labels, x = [], 0
+    for t, r in sorted(raced.items()):
+        paid, k, tokens = r["paid"], r["k"], r["per_round"]
+        parts = [
+            (k * paid["c"], "draft calls (K c)", "tab:orange"),
+            (paid["v"], "verification pass (v_K)", "tab:blue"),
+            (paid["o_k"], "outside the models (o_K)", "tab:grey"),
+        ]
+        alone = [
+            (tokens, "target alone: one step a token", "tab:green"),
+            (tokens * paid["o_0"], "target alone: outside the models", "lightgrey"),
+        ]
+        for bar, stack in ((x, parts), (x + 1, alone)):
+            bottom = 0.0
+            for height, label, colour in stack:
+                shown = label if label not in ax.get_legend_handles_labels()[1] else None
+                ax.bar(bar, height, bottom=bottom, color=colour, label=shown, width=0.8)
+                bottom += height
+        labels += [f"speculative\n(T = {t:g}, K = {k})", f"target alone\n({tokens:.2f} tokens)"]
+        x += 3
+    ax.set_xticks([i for j in range(0, x, 3) for i in (j, j + 1)], labels, fontsize=9)
+    ax.set(title=f"A round against the target alone, for the same tokens\n({machine})",
+           ylabel="time (target steps of the race)")  # fmt: skip
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return save(fig, path) if path else fig
+
+
 # ---------- the offline pair's record ----------
 
 
@@ -303,42 +398,3 @@ def training_summary(offline_dir):
         f"corpus: {corpus['files']} files of Python {corpus['python']}'s standard library, "
         f"{corpus['train_bytes']:,} bytes for training, {corpus['val_bytes']:,} held out"
     )
-
-
-# ---------- the stored benchmark: runtimes and frameworks side by side ----------
-
-
-def runtime_of(run):
-    """The tinygrad runtime a stored benchmark run used (older runs say it in their env only)."""
-    return run.get("tinygrad_runtime") or ("HCQ2" if run["tinygrad_env"].get("HCQ2") else "default")
-
-
-def runtime_table(paths):
-    """Milliseconds per generated token on the offline pair, from stored runs of
-    benchmarks/decode.py: each runtime x framework x method (the target alone, speculative with
-    its best K by median), the median and the range over the run's repetitions. Prints the table
-    and returns its rows (runtime, framework, temperature, method, K, median, lo, hi)."""
-    rows, machines = [], set()
-    for path in paths:
-        run = json.loads(Path(path).read_text())
-        machines.add(f"{run['device']['cores']}-core {run['device']['cpu']}")
-        for t, race in sorted(run["models"]["pair"]["race"].items()):
-            times = race["s_per_token"]
-            for framework in ("tinygrad", "transformers"):
-                if f"{framework} plain" not in times:
-                    continue
-                runtime = runtime_of(run) if framework == "tinygrad" else "PyTorch"
-                ks = [n for n in times if n.startswith(f"{framework} K=")]
-                best = min(ks, key=lambda n: times[n]["median"])
-                for method, name in (("target alone", f"{framework} plain"), ("speculative", best)):
-                    s = times[name]["samples"]
-                    k = int(name.split("=")[1]) if "=" in name else None
-                    ms = [1000 * times[name]["median"], 1000 * min(s), 1000 * max(s)]
-                    rows.append((runtime, framework, float(t), method, k, *ms))
-    rows = sorted(set(rows), key=lambda r: (r[2], r[1], r[0] != "HCQ2", r[3] != "target alone"))
-    print(f"ms per generated token, median (min-max over the repetitions); {', '.join(machines)}")
-    print(f"{'T':>3}  {'framework':12} {'runtime':8} {'method':13} {'K':>2}  {'median':>7}  range")
-    for runtime, framework, t, method, k, med, lo, hi in rows:
-        k, spread = k or "", f"{lo:.2f}-{hi:.2f}"
-        print(f"{t:3g}  {framework:12} {runtime:8} {method:13} {k:>2}  {med:7.2f}  {spread}")
-    return rows
