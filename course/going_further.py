@@ -404,7 +404,10 @@ def event_clock(rounds, hits, t_draft, t_verify, prepare=None, host=0.0):
             ready = end + host + following * t_draft
             continue
         prepared = start + prepare[r] * t_draft
-        ready = max(end + host, prepared) + (0 if hits[r + 1] else following * t_draft)
+        # a last round with nothing to draft (plain) calls no proposer: no hit recorded for it
+        ready = max(end + host, prepared) + (
+            0 if not following or hits[r + 1] else following * t_draft
+        )
     return end + host
 
 
