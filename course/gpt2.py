@@ -117,7 +117,7 @@ class NormLinear:
 
 class Attention:
     def __init__(self, cfg):
-        self.n_head, self.max_context = cfg.n_head, cfg.n_positions
+        self.n_head, self.n_embd, self.max_context = cfg.n_head, cfg.n_embd, cfg.n_positions
         self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd)  # q, k and v in one matmul
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd)
         self.qkv_cache = self.keys_by_block = None  # the caches, made by make_cache
@@ -130,14 +130,15 @@ class Attention:
         y = q.scaled_dot_product_attention(k, v, is_causal=True)  # (B, nh, T, hs)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
-    def make_cache(self, n_embd, dtype, device):
+    def make_cache(self, dtype, device):
         """q, k and v of every position, batch 1, with room for a padded chunk past the context
         (whole key blocks); on a CPU the keys again, in blocks (runtime.attend_in_blocks)."""
         room = runtime.n_key_blocks(self.max_context + CHUNK) * runtime.KEY_BLOCK
-        shape = (3, 1, self.n_head, room, n_embd // self.n_head)
-        self.qkv_cache = Tensor.zeros(*shape, dtype=dtype, device=device).contiguous().realize()
-        if runtime.on_cpu(device):
-            self.keys_by_block = runtime.keys_by_block(self.qkv_cache[1]).contiguous().realize()
+        shape = (3, 1, self.n_head, room, self.n_embd // self.n_head)
+        self.qkv_cache = Tensor.zeros(*shape, dtype=dtype, device=device).contiguous()
+        blocks = runtime.keys_by_block(self.qkv_cache[1]).contiguous()  # realized by GPT2.fold
+        self.keys_by_block = blocks if runtime.on_cpu(device) else None
+        return [t for t in (self.qkv_cache, self.keys_by_block) if t is not None]
 
     def step(self, ln_1_c_attn, x, start_pos, blocks):
         """Decoding: T new positions from start_pos on, against the cached ones before them.
@@ -298,12 +299,13 @@ class GPT2:
         # each weight its own buffer: new random weights are views of one, read 10x slower
         Tensor.realize(*[t.replace(t.contiguous()) for t in weights(self).values()])
         norms = [self.ln_f_head] + [n for b in self.h for n in (b.ln_1_c_attn, b.ln_2_c_fc)]
-        Tensor.realize(*[t for n in norms for t in n.fold()])
-        for block in self.h:
-            block.attn.make_cache(self.config.n_embd, self.wte.weight.dtype, self.wte.weight.device)
         mats = [m for b in self.h for m in (b.attn.c_attn, b.attn.c_proj, b.mlp.c_fc, b.mlp.c_proj)]
         for linear in [*mats, self.ln_f_head.linear]:  # the head too: a draft call 5-6% faster
-            linear.laid_out = runtime.lay_out(linear.weight).realize()  # what `step` reads
+            linear.laid_out = runtime.lay_out(linear.weight)  # what `step` reads
+        w, laid_out = self.wte.weight, [m.laid_out for m in [*mats, self.ln_f_head.linear]]
+        caches = [t for b in self.h for t in b.attn.make_cache(w.dtype, w.device)]
+        # in one realize: each is scheduled and encoded apart, a large share of a model's build
+        Tensor.realize(*[t for n in norms for t in n.fold()], *laid_out, *caches)
         self.folded = True
 
     max_context = property(lambda self: self.config.n_positions)  # tokens a call may hold
@@ -312,16 +314,14 @@ class GPT2:
         self.cached = []
 
     def weights_changed(self):
-        """Drop what was built from the old weights (compiled calls, which replay kernels on the
-        buffers they captured; folded norms; laid-out copies; the cache) after any weight change."""
+        """After any weight change, drop what the old weights built (calls, folded norms, cache)."""
         self.compiled, self.folded, self.cached = {}, False, []
         for block in self.h:
             block.attn.qkv_cache = block.attn.keys_by_block = None  # in the weights' dtype
 
     def half(self):
         """fp16 weights (and so fp16 activations and cache): half the memory, faster on GPUs."""
-        for t in weights(self).values():
-            t.replace(t.half().contiguous().realize())
+        Tensor.realize(*[t.replace(t.half().contiguous()) for t in weights(self).values()])
         self.weights_changed()
         return self
 
@@ -346,5 +346,4 @@ def weights(model):
 
 def kernel_counts(model):
     """Kernels each compiled call launches, by its count of new tokens (a GPU pays per launch)."""
-    calls = sorted(model.compiled.items())
-    return {n: runtime.kernels(jit) for n, jit in calls if jit.captured is not None}
+    return {n: ks for n, jit in sorted(model.compiled.items()) if (ks := runtime.kernels(jit))}

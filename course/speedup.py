@@ -1,6 +1,6 @@
 """Speed-up, predicted and measured: notebook 05's refined formula, choosing K from measured
 costs, the alpha a speed-up would need, and the timers that measure a pair, in isolation or as a
-race paid them (notebooks 06 and 07, the benchmark in `benchmarks/`).
+race paid them (notebooks 06b and 07, the benchmark in `benchmarks/`).
 
 Every timing here is wall time on whatever else the machine is doing, so the things compared take
 turns inside every repetition, and the report keeps both the fastest and the median.
@@ -13,8 +13,9 @@ import specmini
 from course import timing
 
 # The compiled calls (course.gpt2.GPT2's buckets) a draft needs in specmini.generate: one new
-# token, two after a bonus round (its last draft was never fed to it), and a prompt in chunks.
-DRAFT_BUCKETS = (1, 2, 16)
+# token, two after a bonus round (its last draft was never fed to it); a prompt goes in chunks of
+# two, a millisecond each: cheaper than building a third call.
+DRAFT_BUCKETS = (1, 2)
 
 
 def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):

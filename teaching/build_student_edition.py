@@ -53,8 +53,8 @@ quiz, fill in `quiz = {...}`), then run the check cell after it: it tells you wh
 without giving the answer away. Do not edit the check cells or the course's code in `course/`
 (`course/exercises/`, ...): the autograder uses its own copies.
 
-No GPU and no internet are needed: notebook 06 runs real GPT-2 where its weights can be
-downloaded, and two small models trained for the course (`models/`) otherwise.
+No GPU and no internet are needed: notebooks 06, 06b and 07 run two small models trained for
+the course (`models/`); real GPT-2 is opt-in (`MODELS` in 06's first code cell) and downloads once.
 """
 
 

@@ -68,8 +68,8 @@ c.TagRemovePreprocessor.enabled = True
 
 # Autograding runs each notebook top to bottom, and a teacher's machine is often cold and busy.
 # nbgrader's defaults suit a quiet one: 30 s per cell, 60 s for a kernel to start, and 4 s for a
-# cell's last outputs after its reply, past which the whole autograde fails. Notebooks 06 and 07
-# build GPT-2's compiled calls in a few cells: up to about 90 s for one cell alone on a 2-core CPU
+# cell's last outputs after its reply, past which the whole autograde fails. Notebooks 06, 06b and
+# 07 build GPT-2's compiled calls in a few cells: up to 2 min for one cell alone on a 2-core CPU
 # with an empty tinygrad cache, and several times that with two autograders and other work on the
 # same two cores. A graded check never needs those cells to have finished (notebook 07 builds its
 # calls after what its exercise reads), so a cell that still times out costs time, not marks.

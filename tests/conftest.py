@@ -8,7 +8,8 @@ import course  # noqa: F401
 # ones fill in around them (longest processing time first).
 LONGEST_FIRST = (
     "tests/test_student_edition.py",  # 220: nbgrader runs every graded notebook
-    "notebooks/06_gpt2_tinygrad.ipynb",  # 86
+    "notebooks/06b_where_it_pays.ipynb",
+    "notebooks/06_gpt2_tinygrad.ipynb",
     "tests/test_benchmark.py",  # 75
     "tests/test_gpt2.py",  # 75
     "notebooks/07_going_further.ipynb",  # 62

@@ -42,8 +42,8 @@ CHROMIUM_FLAGS = [
 NO_CHROMIUM = "no Chromium found: install it (Debian/Ubuntu: sudo apt-get install chromium)"
 NO_PLAYWRIGHT = "Playwright for Python is missing: pip install -r requirements-test.txt"
 
-# Notebook 06 takes minutes top to bottom on a 2-core CPU (it builds its target's compiled calls,
-# times models of several sizes and races), while its sliders are built by the same `slider_panel`
+# Notebook 06 takes a minute or more top to bottom on a 2-core CPU (it builds its target's compiled
+# calls), while its sliders are built by the same `slider_panel`
 # as 05's and nbval runs its live view: its browser run comes with the screenshots, or
 # SPECMINI_BROWSER_ALL=1.
 RUN_SLOW = SAVE_SCREENSHOTS or os.environ.get("SPECMINI_BROWSER_ALL", "") == "1"
@@ -57,7 +57,7 @@ CASES = [
         "06_gpt2_tinygrad.ipynb", ["K", "temperature"], "sliders_06.png", id="06", marks=SLOW
     ),
 ]
-RUN_ALL_MS = 420_000  # the most a notebook may take top to bottom in the browser (06: about 230 s)
+RUN_ALL_MS = 420_000  # the most a notebook may take top to bottom in the browser (06: about 90 s)
 SLOW_MS = 30_000  # the most one recomputation after a slider move may take
 
 

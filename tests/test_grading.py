@@ -27,6 +27,7 @@ from course.exercises import (
     exercises_04,
     exercises_05,
     exercises_06,
+    exercises_06b,
     exercises_07,
     grading,
 )
@@ -91,7 +92,7 @@ EXERCISES = [
     ("05_speedup_and_best_k", "choose_k", exercises_05.check_choose_k),
     ("06_gpt2_tinygrad", "verification_mask", exercises_06.check_verification_mask),
     ("06_gpt2_tinygrad", "greedy_round", toy_round_check),
-    ("06_gpt2_tinygrad", "round_speedup", exercises_06.check_round_speedup),
+    ("06b_where_it_pays", "round_speedup", exercises_06b.check_round_speedup),
     ("07_going_further", "tree_mask", None),  # needs the twin: see checker()
 ]
 IDS = [name for _, name, _ in EXERCISES]

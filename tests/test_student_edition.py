@@ -43,7 +43,7 @@ def notebook_number(name):
     return name.split("_")[0]
 
 
-GRADED = {"01", "02", "02b", "03", "04", "05", "06", "07"}
+GRADED = {"01", "02", "02b", "03", "04", "05", "06", "06b", "07"}
 MUST_BE_GRADED = [name for name in SELF_STUDY if notebook_number(name) in GRADED]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN = "### BEGIN HIDDEN TESTS"
@@ -59,8 +59,8 @@ QUIZ_PENDING = set()
 
 # What autograding costs. nbgrader executes each submitted notebook top to bottom, so every
 # submission costs the notebook's full run (COST, in seconds: one run each, measured on the
-# 2-core AMD EPYC, `jupyter nbconvert --execute`; 06 and 07 on tinygrad's HCQ2 runtime). To stay
-# within a few minutes:
+# 2-core AMD EPYC, `jupyter nbconvert --execute`; 06, 06b and 07 on tinygrad's HCQ2 runtime). To
+# stay within a few minutes:
 # - full marks are checked on every notebook: the course's solutions must pass their graded
 #   checks in the student edition too, where the self-study cells are gone, from nbgrader's
 #   folders (a later cell that needed a self-study cell, or a path that works only from
@@ -71,11 +71,11 @@ QUIZ_PENDING = set()
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 140, "07": 93}
+COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 90, "06b": 240, "07": 130}
 LIGHT_S = 16
 # The per-cell limit is teaching/nbgrader_config.py's (its reasons there): the longest cell takes
-# about 65 s alone with a warm cache (notebook 06's race) and some 90 s with an empty one, and here
-# two autograders share two cores with the other test worker, or with a busy runner.
+# about two minutes alone with a warm cache (notebook 06b's cost figure, which builds calls), and
+# here two autograders share two cores with the other test worker, or with a busy runner.
 
 
 def cost(name):

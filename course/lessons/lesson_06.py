@@ -1,8 +1,8 @@
-"""The longer code of notebook 06 (GPT-2 in tinygrad): loading the models, the greedy-identity
-check, acceptance measured along a text (and a gain in it with a bootstrap interval), what a call
-costs and the two figures about it, the live view behind the sliders and the offline pair's
-training record. The notebook shows the calls and what they print. No exercise solution lives
-here."""
+"""The longer code of notebooks 06 and 06b (GPT-2 in tinygrad, and where speculative decoding
+pays): loading the models, the greedy-identity check, acceptance measured along a text (and a
+gain in it with a bootstrap interval), the live view behind the sliders, the offline pair's
+training record; what a call costs and the two figures about it (06b). The notebooks show the
+calls and what they print. No exercise solution lives here."""
 
 import ast
 import functools
@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
+from tinygrad import Tensor
 
 import specmini
 from course import checkpoints, gpt2, timing, tokenizers
@@ -22,29 +23,31 @@ from course.toys import accept_tests, first_difference, pass_rate
 
 # ---------- the models ----------
 
-# The offline target's compiled calls: 1 to 9 new tokens, a verification pass for K up to 8 in
-# one call (the sliders' range, and the cost figure's). Prompts go in chunks of 9, so no call of
-# 16 is built: each call takes seconds to build, and the notebook builds no more than these.
-TARGET_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+# The target's compiled calls (each takes seconds to build). Notebook 06 builds two: one new
+# token, and up to 8, padded (a verification pass for K up to 7; prompts go in chunks of 8).
+# Notebook 06b times a call over each count of 1 to 8 new tokens, so it builds all eight.
+LESSON_BUCKETS = (1, 8)
+COST_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
-def load_pair(models, on_gpu, offline_dir):
+def load_pair(models, on_gpu, offline_dir, target_buckets=LESSON_BUCKETS):
     """(target, draft, tokenizer, name). models: "auto" = real GPT-2 when its weights can be had
     (downloaded or cached), the offline pair otherwise; "gpt2" = real GPT-2 or an error;
-    "offline" = never use the network."""
+    "offline" = never use the network. `target_buckets`: the target's compiled calls."""
     if models != "offline":
         try:
             tokenizer = tokenizers.gpt2_tokenizer()  # tiktoken's GPT-2 BPE
             target_name = "gpt2-xl" if on_gpu else "gpt2-medium"
-            target = checkpoints.load(target_name, half=on_gpu)  # fp16 on a GPU: half the memory
-            draft = checkpoints.load("gpt2", half=on_gpu)
+            # fp16 on a GPU: half the memory
+            target = checkpoints.load(target_name, half=on_gpu, buckets=target_buckets)
+            draft = checkpoints.load("gpt2", half=on_gpu, buckets=DRAFT_BUCKETS)
             return target, draft, tokenizer, f"{target_name} + gpt2"
         except ConnectionError:
             if models == "gpt2":
                 raise
             print("GPT-2's files could not be downloaded (offline?): using the offline pair.")
     target, draft = (
-        checkpoints.load(Path(offline_dir) / "pytarget", buckets=TARGET_BUCKETS),
+        checkpoints.load(Path(offline_dir) / "pytarget", buckets=target_buckets),
         checkpoints.load(Path(offline_dir) / "pydraft", buckets=DRAFT_BUCKETS),
     )
     return target, draft, tokenizers.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
@@ -294,7 +297,11 @@ def random_gpt2(n_layer, like, buckets=(1,)):
     cfg = like.config
     shape = gpt2.Config(vocab_size=cfg.vocab_size, n_positions=cfg.n_positions,
                         n_embd=cfg.n_embd, n_layer=n_layer, n_head=cfg.n_head)  # fmt: skip
-    return gpt2.GPT2(shape, buckets=buckets)
+    model, rng = gpt2.GPT2(shape, buckets=buckets), np.random.default_rng(0)
+    # the matrices drawn by numpy: seconds faster than tinygrad's random kernels for 12 blocks
+    for t in [t for t in gpt2.weights(model).values() if t.ndim == 2]:
+        t.replace(Tensor(rng.normal(0, 0.02, t.shape).astype(np.float32), device=t.device))
+    return model
 
 
 def weight_megabytes(model):
