@@ -97,13 +97,14 @@ def time_outside(decode, target, draft):
 
 def step_costs(target, draft, text, at, ks, repeat=20):
     """A draft step and a target step (one new token at position `at` against a warm cache), in
-    ms, and v_K: a target pass over K + 1 new tokens, in target steps, for each K in ks."""
+    ms, and v_K: a target pass over K + 1 new tokens, in target steps, for each K in ks. Each timed
+    call follows an untimed one of its own, as in a round, where the draft's calls come in a row."""
     calls = {
         "draft": lambda: draft(text[: at + 1], at),
         "target": lambda: target(text[: at + 1], at),
     }
     calls.update({k: (lambda k=k: target(text[: at + k + 1], at)) for k in ks})
-    ms = {name: 1000 * t for name, t in timing.fastest(calls, repeat, warm_up=True).items()}
+    ms = {name: 1000 * t for name, t in timing.fastest(calls, repeat, warm_up="each").items()}
     return ms["draft"], ms["target"], {k: ms[k] / ms["target"] for k in ks}
 
 

@@ -128,6 +128,13 @@ def prose(path):
     return ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
 
 
+def test_the_readme_is_a_front_door():
+    """The README serves learners and teachers: at most 250 lines (the history lives in
+    benchmarks/README.md)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines"
+
+
 def test_each_notebook_is_a_lesson_not_a_log():
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     assert len(notebooks) >= 8

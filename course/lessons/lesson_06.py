@@ -208,6 +208,23 @@ def along_text(target, draft, tokens, window=64):
     return alphas, np.concatenate(logprobs)
 
 
+def plot_alpha_along(along, window=64):
+    """Alpha along a text for each draft ({name: {temperature: alpha at every position}}), as a
+    moving average over `window` positions, one panel per temperature."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, t in zip(axes, (1.0, 0.0), strict=True):
+        for name, alphas in along.items():
+            a = np.asarray(alphas[t])
+            smooth = np.convolve(a, np.ones(window) / window, mode="valid")
+            ax.plot(np.arange(len(smooth)) + window // 2, smooth, label=f"{name} ({a.mean():.3f})")
+        ax.set(title=f"temperature {t:g}", xlabel="position in the held-out text",
+               ylabel=f"alpha, mean over {window} positions")  # fmt: skip
+        ax.legend(title="draft (mean alpha)", fontsize=8)
+    fig.suptitle("How often each draft's token would pass, along held-out code")
+    fig.tight_layout()
+    return fig
+
+
 def gain_interval(better, worse, level=0.95, block=32, resamples=2000, seed=0):
     """(gain, low, high): the mean over positions of better - worse, two values per position of
     one text (alpha of two drafts along it, say), and a `level` bootstrap interval for it.
@@ -317,11 +334,7 @@ def call_costs(models, text, at, news, repeat=15):
     if they fit, not where another model's calls pushed them."""
     calls = {(name, n): (lambda m=m, n=n: m(text[: at + n], at))
              for name, m in models.items() for n in news}  # fmt: skip
-    best = dict.fromkeys(calls, float("inf"))
-    for _ in range(repeat):
-        for key, call in calls.items():
-            call()  # untimed: compiles on the first turn, then brings the weights close
-            best[key] = min(best[key], timing.seconds(call))
+    best = timing.fastest(calls, repeat, warm_up="each")  # the first untimed call compiles
     return {name: {n: 1000 * best[name, n] for n in news} for name in models}
 
 
@@ -394,7 +407,7 @@ def training_summary(offline_dir):
         size = (Path(offline_dir) / name / "model.safetensors").stat().st_size / 2**20
         losses, cfg, tr = record["final_losses_nats_per_byte"], record["config"], record["training"]
         print(
-            f"{name:12} {record['parameters']:9,} parameters ({size:.2f} MB): "
+            f"{name:12} {record['parameters']:9,} parameters ({size:.2f} MiB on disk): "
             f"n_layer {cfg['n_layer']}, n_embd {cfg['n_embd']}; {tr['tokens_seen']:,} bytes seen "
             f"in {tr['seconds'] / 60:.0f} min; loss {losses['train']:.3f} train, "
             f"{losses['validation']:.3f} validation (nats/byte)"
