@@ -1,4 +1,4 @@
-"""Timing on a shared machine, once for the whole course (notebooks 06, 06b and 07, the benchmark):
+"""Timing on a shared machine, once for the whole course (notebooks 06b and 07, the benchmark):
 one clock for a call, one loop that takes the fastest of several turns, the end-to-end race,
 a timing's min and median, and which CPU it ran on.
 """
