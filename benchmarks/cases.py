@@ -8,16 +8,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# isort: off
-import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinygrad reads once
-
-# isort: on
 import numpy as np
-from tinygrad import Device
-from tinygrad.nn.state import safe_load
 
 from benchmarks import ROOT
 from course import checkpoints, corpus, gpt2
+
+from tinygrad import Device
+from tinygrad.nn.state import safe_load
 
 SHAPES = {  # Hugging Face's gpt2 and gpt2-medium configs
     "small": dict(n_embd=768, n_layer=12, n_head=12),

@@ -13,7 +13,7 @@ Both frameworks load the same safetensors file. Measured in one run, the framewo
 within every repetition, min and median over the repetitions:
 
 - step: ms per token for one new token at a warm KV cache (a 32-token prompt);
-- verify K: one pass over K + 1 new tokens at the same cache (what checks K drafts), / step;
+- verify K: one pass over K + 1 new tokens at the same cache (what verifies K drafts), / step;
 - end to end: greedy tokens/s target-only, speculative (specmini.generate; transformers' assisted
   generation with the same draft and K), and whether all of them produced the same tokens;
 - the race (the offline pair): the target alone against speculative decoding at K = 1 to 6 on
@@ -37,18 +37,15 @@ import pathlib
 import sys
 import tempfile
 
-# isort: off
-import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinygrad reads once
-
-# isort: on
-from tinygrad.helpers import NUM_CPU_THREADS
-
+import course.gpt2  # noqa: F401  first: it starts tinygrad on the course's CPU runtime, read once
 from benchmarks import ROOT, machine
 from benchmarks.cases import MODELS, make_case
 from benchmarks.measure import COURSE, end_to_end, measure, outside_time, progress
 from benchmarks.peers import Tinygrad, Transformers, torch_available
 from benchmarks.report import as_json, footer, model_report, predictions, table
-from course import runtime
+from course.speed import runtime
+
+from tinygrad.helpers import NUM_CPU_THREADS
 
 RESULTS = ROOT / "benchmarks" / "results"
 SCRATCH = RESULTS / "tmp"  # git-ignored: ad-hoc runs must leave `git status` clean
@@ -116,7 +113,7 @@ def main(argv=None):
         # tinygrad's settings that change its kernels: a BEAM-searched run is not a plain one
         "tinygrad_env": {k: os.environ[k] for k in TINYGRAD_ENV if k in os.environ},
         "tinygrad_beam": args.beam,
-        "tinygrad_runtime": runtime.name(),  # HCQ2 or default (course/runtime.py)
+        "tinygrad_runtime": runtime.name(),  # HCQ2 or default (course/speed/runtime.py)
         "load_before": os.getloadavg(),
         "fast": args.fast,
     }

@@ -8,15 +8,13 @@ import re
 import subprocess
 from importlib import metadata
 
-# isort: off
-import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinygrad reads once
-
-# isort: on
 import numpy as np
-from tinygrad import Device, Tensor
 
+import course.gpt2  # noqa: F401  first: it starts tinygrad on the course's CPU runtime, read once
 from benchmarks import ROOT
 from course.timing import cpu_model, seconds
+
+from tinygrad import Device, Tensor
 
 HOST_DEVICES = ("CPU", "CLANG", "LLVM")  # tinygrad's devices that run on the CPU
 

@@ -85,17 +85,19 @@ def compare_tokens(runs):
 def predictions(framework, race, outside=None):
     """Notebook 05's refined formula on COURSE's measured costs (`framework`, its part of the
     model's report): c (draft step / target step), v_K (verify K / step) and each temperature's
-    alpha, estimated by the race's pass rate; the K it chooses; against the race's measured
-    speed-ups. With `outside` (measure.outside_time), also the formula charged with the time
-    outside the models' calls, in target steps: o_K per round, o_0 per plain token."""
+    alpha, estimated by the race's pass rate over all K (stored as "pass_rate_all", as in the
+    race: alpha is the models' acceptance rate, the pass rate a run's estimate of it); the K it
+    chooses; against the race's measured speed-ups. With `outside` (measure.outside_time), also
+    the formula charged with the time outside the models' calls, in target steps: o_K per round,
+    o_0 per plain token."""
     c = framework["draft_step_ms"]["median"] / framework["step_ms"]["median"]
     v = {k: x["ratio_median"] for k, x in framework["verify"].items()}
     out = {"c": c, "v": v}
     for t, r in race.items():
-        alpha = r["pass_rate_all"]
+        alpha = r["pass_rate_all"]  # the formula's alpha, estimated by the pass rate
         ks = [k for k in r["speedup"][COURSE] if k in v]
         out[t] = {
-            "alpha": alpha,
+            "pass_rate_all": alpha,
             "predicted": {k: speedup.refined_speedup(alpha, k, c, v[k]) for k in ks},
             "measured_median": {k: r["speedup"][COURSE][k]["median"] for k in ks},
             "chosen_k": speedup.choose_k(alpha, c, {k: v[k] for k in ks})[0],
@@ -203,7 +205,7 @@ def race_lines(m):
     for t, r in m["race"].items():
         p = pred[t]
         lines.append(
-            f"   temperature {t}: alpha {p['alpha']:.3f} (the race's pass rate), "
+            f"   temperature {t}: pass rate {p['pass_rate_all']:.3f} (the formula's alpha), "
             f"refined formula's K {p['chosen_k']}"
         )
         for (fw, k), x in r["s_per_token"].items():

@@ -25,14 +25,15 @@ With one draft (K = 1) this is specmini's round: h_1 = p_1 = min(1, target / dra
 residual at the empty prefix (p_0 = 1) is notebook 03's norm(max(0, target - draft)).
 """
 
+import functools
+
 import numpy as np
 
-import specmini
-from specmini.decode import Round, next_probs
-from specmini.sampling import as_int, check_pair, require
+from specmini.decode import decode, speculate
+from specmini.sampling import as_int, as_pair, require
 
 
-def check_block(drafts, target_rows, draft_rows):
+def as_block(drafts, target_rows, draft_rows):
     """The drafts as ints, with K + 1 target rows and the K draft rows they were drawn from."""
     target_rows = np.asarray(target_rows, dtype=np.float64)
     draft_rows = np.asarray(draft_rows, dtype=np.float64).reshape(-1, target_rows.shape[-1])
@@ -41,7 +42,7 @@ def check_block(drafts, target_rows, draft_rows):
     require(target_rows.shape[:-1] == (k + 1,), "need K + 1 target rows for K drafts")
     require(draft_rows.shape[0] == k, "need one draft row per draft")
     if k:
-        check_pair(target_rows[:k], draft_rows)
+        as_pair(target_rows[:k], draft_rows)
         # A draft only draws tokens it gives mass, so each ratio target / draft is defined.
         require(draft_rows[range(k), drafts].all(), "draft token with draft probability 0")
     return drafts, target_rows, draft_rows
@@ -49,7 +50,7 @@ def check_block(drafts, target_rows, draft_rows):
 
 def prefix_weights(drafts, target_rows, draft_rows):
     """p_0 .. p_K: target / draft multiplied along the block, capped at 1 at every step."""
-    drafts, target_rows, draft_rows = check_block(drafts, target_rows, draft_rows)
+    drafts, target_rows, draft_rows = as_block(drafts, target_rows, draft_rows)
     weights = [1.0]
     for i, x in enumerate(drafts):
         weights.append(min(1.0, weights[-1] * target_rows[i, x] / draft_rows[i, x]))
@@ -64,7 +65,7 @@ def weighted_excess(weight, target, draft):
 def acceptance_probabilities(drafts, target_rows, draft_rows):
     """h_0 .. h_K: the probability that the walk back from the whole block stops at each
     prefix once it gets there. h_0 = 1: the walk always stops at the empty prefix."""
-    drafts, target_rows, draft_rows = check_block(drafts, target_rows, draft_rows)
+    drafts, target_rows, draft_rows = as_block(drafts, target_rows, draft_rows)
     weights, k = prefix_weights(drafts, target_rows, draft_rows), len(drafts)
     h = np.ones(k + 1)
     for i in range(1, k):
@@ -94,7 +95,7 @@ def accepted_length_distribution(h):
 def last_token_distribution(tau, drafts, target_rows, draft_rows):
     """Where the round's own token comes from, after tau kept drafts: the target's row after
     the whole block (the bonus), or the residual norm(max(0, p_tau target_tau - draft_tau))."""
-    drafts, target_rows, draft_rows = check_block(drafts, target_rows, draft_rows)
+    drafts, target_rows, draft_rows = as_block(drafts, target_rows, draft_rows)
     if tau == len(drafts):
         return target_rows[tau]
     weight = prefix_weights(drafts, target_rows, draft_rows)[tau]
@@ -112,22 +113,12 @@ def block_verify(drafts, target_rows, draft_rows, uniforms):
 
 
 def generate(target, draft, prompt, max_new_tokens, k=4, temperature=1.0, seed=None):
-    """specmini.generate's rounds with block verification in place of the token-by-token test:
-    the same models, draft calls, one target call per round, token budget (no stop tokens)."""
-    rng, out, prompt = np.random.default_rng(seed), specmini.Generation([], []), list(prompt)
-    while len(out.tokens) < max_new_tokens:
-        seq, drafted, draft_rows = prompt + out.tokens, [], []
-        n_drafts = min(k, max_new_tokens - len(out.tokens) - 1)  # room for the last token
-        for i in range(n_drafts):
-            draft_rows.append(next_probs(draft, seq + drafted, len(seq) + i - 1, temperature)[0])
-            drafted.append(specmini.sample(draft_rows[-1], rng))
-        target_rows = next_probs(target, seq + drafted, len(seq) - 1, temperature)
-        uniforms = 1 - rng.random(n_drafts)  # in (0, 1], as specmini draws them
-        kept, last = block_verify(drafted, target_rows, draft_rows, uniforms)
-        out.tokens.extend(kept + [specmini.sample(last, rng)])
-        ending = "plain" if not n_drafts else "bonus" if len(kept) == n_drafts else "correction"
-        out.rounds.append(Round(n_drafts, len(kept), ending))
-    return out
+    """specmini's decoding loop and round with block verification as the accept rule, in place of
+    the token-by-token test: the same models, draft calls, one target call per round, token
+    budget and randomness (no stop tokens). `block_verify` takes and returns what the round's
+    rule does (specmini.decode.token_verify)."""
+    one_round = functools.partial(speculate, rule=block_verify)
+    return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, None, one_round)
 
 
 def block_round_outcomes(

@@ -13,11 +13,12 @@ import urllib.request
 from dataclasses import fields
 
 import numpy as np
+
+from course.gpt2 import GPT2, Config, padded_vocab, weights
+from course.speed import runtime
+
 from tinygrad import Tensor
 from tinygrad.nn.state import safe_load
-
-from course import runtime
-from course.gpt2 import GPT2, Config, padded_vocab, weights
 
 NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2")
 HUB = "https://huggingface.co/{name}/resolve/main/{file}"

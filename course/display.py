@@ -27,9 +27,11 @@ def show_rounds(generation, decode=letter):
     return HTML(f'<div style="line-height:2">{"".join(spans)}</div><div>{legend}</div>')
 
 
-def slider(description, value, low, high, step=None):
-    """A slider that acts on release: whole numbers without a step, else floats by `step`."""
-    kind, extra = (widgets.IntSlider, {}) if step is None else (widgets.FloatSlider, {"step": step})
+def slider(description, value, low, high, increment=None):
+    """A slider that acts on release: whole numbers without an increment, else floats by one
+    (ipywidgets calls it `step`; in the course a step is a model's one-token call)."""
+    kind = widgets.IntSlider if increment is None else widgets.FloatSlider
+    extra = {} if increment is None else {"step": increment}
     return kind(value=value, min=low, max=high, description=description, **extra,
                 continuous_update=False, style={"description_width": "initial"})  # fmt: skip
 

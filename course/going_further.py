@@ -5,13 +5,16 @@ calls, the checks and the numbers. No exercise solution lives here. Its plots ar
 course.lessons.lesson_07, the numpy GPT-2 it builds token trees on in course.numpy_gpt2, exact
 enumeration in course.exact.
 
-Every decoder here follows specmini.generate's round (Leviathan et al. 2023, Algorithm 1):
-propose up to k tokens, score them all in one target call, keep the accepted prefix, end with
-one token of the target's. What changes from method to method is who proposes, how many, and
-(for the lossy variants only) the test.
+Every decoder here runs in specmini's decoding loop (specmini.decode.decode), whose rounds
+are Leviathan et al.'s Algorithm 1 (specmini.decode.speculate): propose up to k tokens, score
+them all in one target call, keep the accepted prefix, end with one token of the target's. What
+changes from method to method is who proposes, how many, where the randomness comes from, and
+(for the lossy variants only) the accept rule: `Speculation` is that round with those four as
+arguments. Token trees bring a round of their own (tree_decode).
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -19,7 +22,7 @@ import specmini
 from course import checkpoints, gpt2
 from course.exact import Script, enumerate_outcomes
 from course.toys import TableModel, pass_rate, total_variation
-from specmini.decode import next_probs
+from specmini.decode import next_probs, token_verify
 
 # ---------- randomness ----------
 
@@ -63,12 +66,13 @@ class Positional:
         return 1 - self.tables[1, np.asarray(positions, dtype=int)]
 
 
-# ---------- the decoding loop, with the proposer as an argument ----------
+# ---------- specmini's decoding loop, with the proposer as an argument ----------
 
 
 def decode(target, propose, prompt, max_new_tokens, k=4, temperature=1.0, seed=None, **options):
-    """Speculative decoding with any proposer. `propose(tokens, k, temperature, chance)` returns
-    up to k drafted tokens and, for each, the distribution it was drawn from.
+    """Speculative decoding with any proposer: specmini's decoding loop (specmini.decode.decode)
+    running `Speculation` rounds. `propose(tokens, k, temperature, chance)` returns up to k
+    drafted tokens and, for each, the distribution it was drawn from.
 
     Options: `chance` (Stream(seed) by default: then a model proposer with fixed k gives
     specmini.generate's very tokens), `schedule(k, accepted)` -> the next round's k (dynamic K),
@@ -76,26 +80,40 @@ def decode(target, propose, prompt, max_new_tokens, k=4, temperature=1.0, seed=N
     algorithm; the lossy variants replace them).
     """
     chance = options.get("chance") or Stream(seed)
-    schedule = options.get("schedule")
     test = options.get("test", specmini.speculative_accept)
-    fallback = options.get("fallback", specmini.residual)
-    out = specmini.Generation([], [])
-    while len(out.tokens) < max_new_tokens:
-        seq = list(prompt) + out.tokens
-        budget = min(k, max_new_tokens - len(out.tokens) - 1)  # as specmini: room for one more
-        drafted, draft_rows = propose(seq, budget, temperature, chance) if budget else ([], [])
-        n = len(drafted)
-        target_rows = next_probs(target, seq + drafted, len(seq) - 1, temperature)  # one call
-        u = chance.uniforms(range(len(seq), len(seq) + n))
-        accepted = list(test(drafted, target_rows[:-1], draft_rows, u)) if n else []
-        a = len(accepted)
-        last, ending = target_rows[n], "bonus" if n else "plain"
-        if a < n:
-            last, ending = fallback(target_rows[a], draft_rows[a]), "correction"
-        out.tokens.extend(accepted + [chance.draw(last, len(seq) + a, "target")])
-        out.rounds.append(specmini.Round(n, a, ending))
-        k = schedule(k, a) if schedule else k
-    return out
+    fix = options.get("fallback", specmini.residual)
+    rule = functools.partial(token_verify, test=test, fix=fix)
+    one_round = Speculation(propose, chance, rule, k, options.get("schedule"))
+    # The round keeps its own k (dynamic K), so the loop's cap on drafts is the token budget alone.
+    return specmini.decode.decode(
+        target, None, prompt, max_new_tokens, max_new_tokens, temperature, None, None, one_round
+    )
+
+
+class Speculation:
+    """One round for specmini's loop: specmini.decode.speculate (Leviathan et al.'s Algorithm 1)
+    with three changes. Any proposer drafts (`propose`); every draw comes from `chance`, at its
+    position in the text (Positional needs the positions; Stream draws as specmini does); and
+    the round keeps its own k, which `schedule(k, accepted)` may change after each round.
+    `rule` is the accept rule, as in speculate: specmini.decode.token_verify or a variant."""
+
+    def __init__(self, propose, chance, rule, k, schedule=None):
+        self.propose, self.chance, self.rule, self.schedule = propose, chance, rule, schedule
+        self.k = k
+
+    def __call__(self, target, draft, prefix, budget, temperature, rng):
+        k = min(self.k, budget)  # budget: the drafts the token budget leaves room for
+        drafted, draft_rows = self.propose(prefix, k, temperature, self.chance) if k else ([], [])
+        target_rows = next_probs(target, prefix + drafted, len(prefix) - 1, temperature)  # one call
+        # Each draw at its place in the text: the accept tests' uniforms at the drafts'
+        # positions, the target's token at the position it fills (Stream ignores positions).
+        u = self.chance.uniforms(range(len(prefix), len(prefix) + len(drafted)))
+        accepted, last = self.rule(drafted, target_rows, draft_rows, u)
+        token = self.chance.draw(last, len(prefix) + len(accepted), "target")
+        n, a = len(drafted), len(accepted)
+        self.k = self.schedule(self.k, a) if self.schedule else self.k
+        ending = "plain" if not n else "bonus" if a == n else "correction"
+        return accepted + [token], specmini.Round(n, a, ending)
 
 
 def model_drafts(draft):
@@ -256,18 +274,20 @@ def multi_draft_walk(tree, target_rows, draft_rows, chance, update=True):
 
 
 def tree_decode(target, draft, prompt, max_new_tokens, width, depth, temperature=1.0, seed=None):
-    """Speculative sampling with token trees: one draft call per level, one target call per
-    round over the whole tree."""
-    chance, out = Stream(seed), specmini.Generation([], [])
-    while len(out.tokens) < max_new_tokens:
-        seq = list(prompt) + out.tokens
-        levels = min(depth, max_new_tokens - len(out.tokens) - 1)
-        tree, draft_rows = draft_tree(draft, seq, width, levels, temperature, chance)
-        target_rows = tree_probs(target, seq, tree, temperature)
+    """Speculative sampling with token trees, in specmini's decoding loop: one draft call per
+    level, one target call per round over the whole tree, SpecInfer's walk as the accept rule."""
+    chance = Stream(seed)
+
+    def one_round(target, draft, prefix, levels, temperature, rng):  # one round, as in speculate
+        tree, draft_rows = draft_tree(draft, prefix, width, levels, temperature, chance)
+        target_rows = tree_probs(target, prefix, tree, temperature)
         new, ending = multi_draft_walk(tree, target_rows, draft_rows, chance)
-        out.tokens.extend(new)
-        out.rounds.append(specmini.Round(len(tree.tokens), len(new) - 1, ending))
-    return out
+        return new, specmini.Round(len(tree.tokens), len(new) - 1, ending)
+
+    # levels: depth, or as many as the token budget leaves room for
+    return specmini.decode.decode(
+        target, draft, prompt, max_new_tokens, depth, temperature, None, None, one_round
+    )
 
 
 def tree_round_outcomes(target, draft, width, depth, update=True):

@@ -12,11 +12,6 @@ import time
 import specmini
 from course import timing
 
-# The compiled calls (course.gpt2.GPT2's buckets) a draft needs in specmini.generate: one new
-# token, two after a bonus round (its last draft was never fed to it); a prompt goes in chunks of
-# two, a millisecond each: cheaper than building a third call.
-DRAFT_BUCKETS = (1, 2)
-
 
 def refined_speedup(alpha, k, c, verify_cost, overhead=0.0, plain_overhead=0.0):
     """E[tokens] (1 + o_0) / (K c + v_K + o_K): the round's verification pass costs v_K target
@@ -57,8 +52,9 @@ def choose_k(alpha, c, verify_costs, overhead=0.0):
 class Stopwatch:
     """A model that clocks its calls: their total wall time (`seconds`) and each call's, by the
     count of rows it returns (`calls`: rows -> list of seconds). A model with a cache may compute
-    more rows than it returns: a generation's first call also reads the prompt, and a draft's
-    call after a bonus round catches up on the token it never read."""
+    more rows than it returns: a generation's first call reads the prompt unless it was read
+    before (timing.race reads it, unclocked: `read_prompt` is the model's own), and a draft's call
+    after a bonus round catches up on the token it never read."""
 
     def __init__(self, model):
         self.model = model
@@ -116,8 +112,8 @@ def costs_in_race(alone, target, draft, race_summary, k):
     the target's median pass over k + 1 new tokens; o_K: the time outside both models per
     speculative round; o_0: per plain token. Not a forecast: it checks whether the formula's
     terms account for the race's time. Medians leave out what some calls compute beyond their
-    rows (each generation's prompt; the draft's catch-up call after every bonus round, about
-    alpha^k of the rounds), and so does the formula."""
+    rows (the draft's catch-up call after every bonus round, about alpha^k of the rounds), and so
+    does the formula."""
 
     def median(calls):
         return timing.min_median(calls)["median"]

@@ -50,8 +50,10 @@ def fastest(calls, repeat=5, warm_up=False, before=None):
 def race(runs, prompts, models, reps):
     """Seconds per generated token of each run (name -> run(prompt, seed) -> Generation).
 
-    In every repetition each prompt is decoded by every run in turn, from empty caches (`models`
-    are reset before each), so the machine's load weighs on all alike. One sample per run and
+    In every repetition each prompt is decoded by every run in turn, so the machine's load weighs
+    on all alike. Before each, untimed, every model is reset and reads the prompt if it can
+    (`read_prompt`, course.gpt2.GPT2's): the race times decoding, as the speed-up formula does,
+    not the reading of the prompt, a cost both sides pay once per text. One sample per run and
     repetition: its time over all prompts / its tokens. Returns name -> `min_median` of those
     (with "seconds": all its timed runs' time) and the Generations of the last repetition.
     First, untimed, every model that has a `compile` method (course.gpt2.GPT2) builds all its
@@ -72,6 +74,7 @@ def race(runs, prompts, models, reps):
             for name, run in runs.items():
                 for model in models:
                     model.reset()
+                    getattr(model, "read_prompt", lambda prompt: None)(prompt)
                 time.sleep(SETTLE_S)  # no run pays for the threads of the run before it
                 start = time.perf_counter()
                 last[name, i] = run(prompt, rep)

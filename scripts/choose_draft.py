@@ -19,9 +19,8 @@ import pathlib
 
 import numpy as np
 
-import course  # noqa: F401  (picks tinygrad's CPU runtime before tinygrad is imported)
 import specmini
-from course import checkpoints, corpus, speedup, timing
+from course import checkpoints, corpus, gpt2, speedup, timing
 from course.numpy_gpt2 import NumpyGPT2
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -54,7 +53,7 @@ def main():
     args = parser.parse_args()
     windows = held_out_windows(WINDOWS, WINDOW)
     twin = NumpyGPT2(checkpoints.load(args.models / "pytarget"))
-    target = checkpoints.load(args.models / "pytarget", buckets=(1, 2, 3, 4, 5, 6, 7, 8))
+    target = checkpoints.load(args.models / "pytarget", buckets=gpt2.CALLS["costs"])
     target.compile()
     text = windows[0][:128]
     record = {"machine": timing.machine_name(), "held_out_positions": WINDOWS * WINDOW}
@@ -62,7 +61,7 @@ def main():
     for name in args.candidates:
         draft_twin = NumpyGPT2(checkpoints.load(args.models / name))
         soft, greedy = alphas(twin, draft_twin, windows)
-        draft = checkpoints.load(args.models / name, buckets=speedup.DRAFT_BUCKETS).compile()
+        draft = checkpoints.load(args.models / name, buckets=gpt2.CALLS["draft"]).compile()
         t_draft, t_target, v = speedup.step_costs(target, draft, text, 64, range(1, 9), repeat=30)
         c = t_draft / t_target
         best = {t: speedup.choose_k(a, c, v) for t, a in ((1.0, soft), (0.0, greedy))}

@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from specmini.sampling import as_int, check_pair, require
+from specmini.sampling import as_int, as_pair, require
 
 
 def acceptance_rate(target_probs, draft_probs):
     """alpha = sum over tokens of min(target, draft) = 1 - total variation distance."""
-    return np.minimum(*check_pair(target_probs, draft_probs)).sum(-1)
+    return np.minimum(*as_pair(target_probs, draft_probs)).sum(-1)
 
 
 def expected_tokens(alpha, k):

@@ -20,7 +20,7 @@ def as_int(x, name, least, most=np.inf):
     return int(x)
 
 
-def check_pair(target_probs, draft_probs):
+def as_pair(target_probs, draft_probs):
     """Both as float arrays of distributions over the same vocabulary, at the same positions."""
     target_probs, draft_probs = np.asarray(target_probs, float), np.asarray(draft_probs, float)
     for name, probs in [("target_probs", target_probs), ("draft_probs", draft_probs)]:
@@ -60,7 +60,7 @@ def residual(target_probs, draft_probs):
     If target == draft the residual has no mass, but then no draft is ever rejected; we return
     the target itself rather than divide by zero.
     """
-    target_probs, draft_probs = check_pair(target_probs, draft_probs)
+    target_probs, draft_probs = as_pair(target_probs, draft_probs)
     excess = np.maximum(target_probs - draft_probs, 0.0)
     mass = excess.sum(-1, keepdims=True)
     return np.where(mass > 0, excess / np.where(mass > 0, mass, 1.0), target_probs)
@@ -71,14 +71,15 @@ def speculative_accept(draft_tokens, target_probs, draft_probs, uniforms):
 
     Row i of `target_probs` and `draft_probs` is the distribution token i was drafted from.
     """
-    target_probs, draft_probs = check_pair(target_probs, draft_probs)
+    target_probs, draft_probs = as_pair(target_probs, draft_probs)
     uniforms = np.asarray(uniforms, dtype=np.float64)
     tokens = [as_int(t, "each draft token id", 0, target_probs.shape[-1] - 1) for t in draft_tokens]
     require(target_probs.shape[:-1] == uniforms.shape == (len(tokens),), "need one row per token")
     require(((uniforms >= 0) & (uniforms <= 1)).all(), "uniforms must lie in [0, 1]")
     # A draft only draws tokens it gives mass: each must be nonzero (so > 0, as none is negative).
     require(draft_probs[range(len(tokens)), tokens].all(), "draft token with draft probability 0")
-    for i, token in enumerate(tokens):  # the test itself: keep each draft while it passes
-        if uniforms[i] > min(1.0, target_probs[i, token] / draft_probs[i, token]):
-            return tokens[:i]  # rejected: this token and every later draft are thrown away
-    return tokens
+    ratios = target_probs[range(len(tokens)), tokens] / draft_probs[range(len(tokens)), tokens]
+    # The test itself, Algorithm 1's n = min({i - 1 | r_i > p_i(x_i) / q_i(x_i)} u {gamma}), i
+    # counted from 0 here: the drafts before the first rejection stay, the rest are thrown away.
+    # (u_i <= 1, so the ratio decides as min(1, ratio) would.)
+    return tokens[: min((i for i, r in enumerate(ratios) if uniforms[i] > r), default=len(tokens))]

@@ -1,11 +1,18 @@
-"""Imported before any test module: `course` picks tinygrad's CPU runtime (course/runtime.py),
-which tinygrad reads once, when it is first imported."""
+"""Imported before any test module: tinygrad started as course.gpt2 starts it (on a CPU, its
+HCQ2 runtime: course/speed/runtime.py), since tinygrad reads its runtime once, when imported."""
 
-import course  # noqa: F401
+from pathlib import Path
+
+from course.speed import runtime
+
+runtime.start()
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The files that take longest (seconds, one at a time on the 2-core AMD EPYC, warm cache): under
 # pytest-xdist a worker takes the next file as it runs out of work, so these go first and the short
-# ones fill in around them (longest processing time first).
+# ones fill in around them (longest processing time first). Paths from the repository root, where
+# pytest is run from or not (tests/test_course_helpers.py checks that each still exists).
 LONGEST_FIRST = (
     "tests/test_student_edition.py",  # 220: nbgrader runs every graded notebook
     "notebooks/06b_where_it_pays.ipynb",
@@ -21,7 +28,8 @@ LONGEST_FIRST = (
 
 def pytest_collection_modifyitems(config, items):
     def rank(item):
-        path = item.nodeid.split("::")[0]
+        path = Path(item.path).resolve()
+        path = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else None
         return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: each file keeps its own order

@@ -5,14 +5,11 @@ its compile worker then died silently: the process hung. tests/test_gpu_path.py 
 subprocess and fails when a shape makes no progress for minutes; the last line names the shape.
 """
 
-# isort: off
-import course  # noqa: F401  first: it picks tinygrad's CPU runtime, which tinygrad reads once
-
-# isort: on
 import numpy as np
-from tinygrad import Tensor
 
 from course import gpt2
+
+from tinygrad import Tensor
 
 SHAPES = [  # (n_embd, n_head, n_layer, n_positions): the three that hung first, then a spread
     (64, 2, 1, 32),

@@ -9,7 +9,9 @@ import pathlib
 import subprocess
 import sys
 
-from course import checkpoints
+import pytest
+
+from course import checkpoints, speedup
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -60,11 +62,35 @@ def test_fast_mode_reports_every_measurement(tmp_path):
         assert 0 <= race["pass_rate_all"] <= 1
         predicted = pair["predictions"][t]
         assert predicted["predicted"]["4"] > 0 and predicted["chosen_k"] in (0, 4)
+        assert predicted["pass_rate_all"] == race["pass_rate_all"] and "alpha" not in predicted
         # the time outside the models' calls, measured before the race and charged to the formula
         assert pair["outside_ms"][t]["0"] > 0 and pair["outside_ms"][t]["4"] > 0
         assert predicted["predicted_with_outside"]["4"] > 0
     assert all(pair["race"]["0.0"]["greedy_identical"].values())
     assert pair["predictions"]["c"] > 0 and set(pair["predictions"]["v"]) == {"1", "4"}
+
+
+def test_the_formula_reads_the_pass_rate_under_its_own_name():
+    """The refined formula's alpha is estimated by the race's pass rate, which the predictions
+    store as the race does ("pass_rate_all"): alpha, the models' acceptance rate, is another
+    quantity, and no stored result names the estimate alpha."""
+    from benchmarks.report import predictions
+
+    framework = {
+        "step_ms": {"median": 10.0},
+        "draft_step_ms": {"median": 2.0},
+        "verify": {4: {"ratio_median": 1.5}},
+    }
+    race = {0.0: {"pass_rate_all": 0.8, "speedup": {"tinygrad": {4: {"median": 1.7}}}}}
+    predicted = predictions(framework, race)[0.0]
+    assert predicted["pass_rate_all"] == 0.8 and "alpha" not in predicted
+    assert predicted["predicted"][4] == pytest.approx(speedup.refined_speedup(0.8, 4, 0.2, 1.5))
+    stored = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+    assert stored, "no stored results found"
+    for path in stored:
+        for model in json.loads(path.read_text())["models"].values():
+            blocks = [p for p in model.get("predictions", {}).values() if isinstance(p, dict)]
+            assert all("alpha" not in p for p in blocks), path.name
 
 
 def test_the_json_keys_are_the_stored_files_strings():

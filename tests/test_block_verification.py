@@ -249,6 +249,17 @@ def test_generate_keeps_more_than_specmini_on_the_paper_example():
     assert per_round["block"][0] > per_round["token"][0]
 
 
+def test_one_draft_is_specmini_token_test_in_specmini_loop():
+    # K = 1: h_1 = p_1 = min(1, target / draft) and the residual at p_0 = 1 is notebook 03's, so
+    # in the same loop with the same randomness the two rules give the same tokens and rounds.
+    for seed in range(4):
+        target, draft = bigram_pair(vocab_size=5, quality=0.5, seed=seed, spread=1.5)
+        for temperature in (0.5, 1.0):
+            block = bv.generate(target, draft, [0], 60, k=1, temperature=temperature, seed=seed)
+            token = specmini.generate(target, draft, [0], 60, 1, temperature, seed)
+            assert block.tokens == token.tokens and block.rounds == token.rounds
+
+
 # --- Bad input.
 
 

@@ -26,8 +26,8 @@ try:
 except ImportError:  # the browser fixture skips (or, under CI, fails) with how to install it
     expect = sync_playwright = None
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS, FIGURES = REPO / "notebooks", REPO / "figures"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS, FIGURES = ROOT / "notebooks", ROOT / "figures"
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # The README shows the screenshots: the test rewrites them only when asked, so that running the
 # tests leaves `git status` clean. SPECMINI_SCREENSHOTS=1 pytest tests/test_browser.py renews them.

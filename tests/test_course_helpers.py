@@ -15,13 +15,24 @@ import specmini
 from course.display import show_rounds
 from course.toys import bigram_pair, token_kinds
 
+# Every path comes from the repository root, never from the working directory: a test run from
+# elsewhere would find no file and pass having read nothing.
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOK_COUNT = 9  # 01 to 07, with 02b and 06b: each has its exercises module too
 # every module of the course's package, the benchmark and the tests
 MODULES = [
     *sorted((ROOT / "course").rglob("*.py")),
     *sorted((ROOT / "benchmarks").glob("*.py")),
     *sorted((ROOT / "tests").glob("*.py")),
 ]
+
+
+def notebooks():
+    """Every notebook of the course, all of them: a test that reads them cannot pass reading
+    none, or fewer than there are."""
+    found = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert len(found) == NOTEBOOK_COUNT, [p.name for p in found]
+    return found
 
 
 def top_level_names(path):
@@ -56,7 +67,9 @@ def written_in(pattern):
 
 def test_the_check_runner_lives_in_grading():
     one_home(("grade", "expect", "Wrong", "as_array", "as_number"), "grading.py")
-    for path in sorted((ROOT / "course" / "exercises").glob("exercises_*.py")):
+    exercises = sorted((ROOT / "course" / "exercises").glob("exercises_*.py"))
+    assert len(exercises) == NOTEBOOK_COUNT, [p.name for p in exercises]
+    for path in exercises:
         assert "exercises_01 import" not in path.read_text(), path.name
 
 
@@ -71,8 +84,9 @@ def test_each_shared_algorithm_has_one_home():
     one_home(("common_prefix",), "gpt2.py")
     one_home(("parameter_count",), "checkpoints.py")
     one_home(("accept_tests",), "toys.py")
-    # tinygrad's internals, and what imports IPython and ipywidgets
-    one_home(("read_out", "kernels", "capture_at_once", "downloads_dir", "compiling"), "runtime.py")
+    # tinygrad's internals (course/speed/), and what imports IPython and ipywidgets
+    one_home(("read_out", "kernels", "capture_at_once", "downloads_dir"), "runtime.py")
+    one_home(("compiling",), "kernel_rule.py")
     one_home(("show_rounds", "slider_panel"), "display.py")
     counting = "sum(r.ended_with == " + '"correction"'  # accept tests run: counted once
     assert [p.name for p in MODULES if counting in p.read_text()] == ["toys.py"]
@@ -89,33 +103,50 @@ def test_each_shared_algorithm_has_one_home():
     assert written_in(r"(statistics|np|numpy)\.median\(") == ["timing.py"]
 
 
+def test_the_longest_first_list_names_files_that_exist():
+    from conftest import LONGEST_FIRST  # tests/conftest.py: the order pytest-xdist takes files in
+
+    assert not [p for p in LONGEST_FIRST if not (ROOT / p).is_file()], LONGEST_FIRST
+
+
 def test_notebooks_holds_notebooks_and_nothing_edits_sys_path():
-    assert not list((ROOT / "notebooks").glob("*.py"))
+    assert notebooks() and not list((ROOT / "notebooks").glob("*.py"))
+    folders = ("course", "benchmarks", "tests", "scripts", "teaching", "specmini")
+    read = [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
+    assert pathlib.Path(__file__).resolve() in read  # the search reads this folder too
     edits = [
         p.relative_to(ROOT).as_posix()
-        for folder in ("course", "benchmarks", "tests", "scripts", "teaching", "specmini")
-        for p in sorted((ROOT / folder).rglob("*.py"))
+        for p in read
         if "sys.path." in p.read_text() and p.name != "test_course_helpers.py"
     ]
     assert not edits, edits
 
 
-MAX_CELLS = 55  # a sitting; the 5,000-word cap on prose bounds it too (07 has 54 cells)
+# Size budgets, each with its reason. Where the budget is about reading, it leaves room above
+# today's largest (in brackets), so that a fix need not cut elsewhere; the budget, not today's
+# size, is what a change must keep to.
+# A notebook is one sitting: TEACHING.md's sessions give a notebook about 45 minutes in class, a
+# learner alone an hour or so; 60 cells is about a cell a minute, running the code included.
+MAX_CELLS = 60  # (07: 55 cells)
 
 
 def test_each_notebook_reads_in_one_sitting():
-    counts = {
-        path.name: len(json.loads(path.read_text())["cells"])
-        for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
-    }
-    assert len(counts) >= 8, counts
+    counts = {path.name: len(json.loads(path.read_text())["cells"]) for path in notebooks()}
     too_long = {name: n for name, n in counts.items() if n > MAX_CELLS}
     assert not too_long, f"more than {MAX_CELLS} cells: {too_long}"
 
 
 # A notebook is a lesson, not a log (issue 45): prose a learner reads in one sitting, no cell
 # longer than a page or two, and no run history (dates, times of day, earlier runs, commits).
-MAX_WORDS, MAX_CELL_WORDS = 5000, 900
+# 5,500 words of prose is about 25 minutes of reading at 220 words a minute, half a sitting: the
+# other half runs and reads the code (07: 4,998 words).
+MAX_WORDS = 5500
+# Two pages at about 450 words a page: a longer cell is two sections (04: a cell of 657 words).
+MAX_CELL_WORDS = 900
+# The README is the front door for learners and teachers: about 15 minutes of reading (ten-odd
+# words a line); the history lives in benchmarks/README.md, the details in course/README.md and
+# TEACHING.md (README.md: 250 lines).
+README_LINES = 300
 HISTORY = re.compile(
     r"\b20\d\d-\d\d-\d\d\b|\bUTC\b|\bthe run before\b|\bearlier runs?\b|\bstored run\b"
     r"|\bcommit [0-9a-f]{7}|\b[0-9a-f]{7,40}\b(?=.*\bcommit)|\bresults/[\w.-]+\.json",
@@ -129,16 +160,12 @@ def prose(path):
 
 
 def test_the_readme_is_a_front_door():
-    """The README serves learners and teachers: at most 250 lines (the history lives in
-    benchmarks/README.md)."""
     lines = (ROOT / "README.md").read_text().splitlines()
-    assert len(lines) <= 250, f"README.md has {len(lines)} lines"
+    assert len(lines) <= README_LINES, f"README.md has {len(lines)} lines, over {README_LINES}"
 
 
 def test_each_notebook_is_a_lesson_not_a_log():
-    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    assert len(notebooks) >= 8
-    for path in notebooks:
+    for path in notebooks():
         cells = prose(path)
         words = [len(text.split()) for text in cells]
         assert sum(words) <= MAX_WORDS, f"{path.name}: {sum(words)} words of prose"
@@ -147,7 +174,7 @@ def test_each_notebook_is_a_lesson_not_a_log():
         assert not history, f"{path.name}: run history in its prose: {history}"
 
 
-def test_the_lesson_check_finds_run_history():
+def test_the_run_history_pattern_finds_run_history():
     logs = [
         "the run before was faster",
         "measured 2026-11-26, 17:20 UTC",
@@ -160,9 +187,9 @@ def test_the_lesson_check_finds_run_history():
 
 
 def test_notebooks_import_course_before_tinygrad():
-    # course picks tinygrad's CPU runtime, which tinygrad reads once, when it is first imported
-    # (an import sorter would move tinygrad up: the notebooks hold it below an `isort: split`)
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    # course.gpt2 (which course.checkpoints imports) starts tinygrad on the course's CPU runtime,
+    # which tinygrad reads once, when it is first imported
+    for path in notebooks():
         cells = json.loads(path.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
         first = re.search(r"^(from|import) (course|tinygrad)\b", code, re.M)
@@ -259,10 +286,8 @@ def test_a_quiz_is_checked_question_by_question(capsys, monkeypatch):
 def test_outputs_that_vary_are_marked_one_way_with_the_reason():
     """A cell whose output depends on the clock, the machine or tinygrad's runtime is marked for
     nbval on its first line, and says why on its second (README, "Stored outputs")."""
-    import json
-
     varying = ("timing.", "machine_name", "runtime.name", "step_costs", "sliders(")
-    for path in sorted(pathlib.Path("notebooks").glob("*.ipynb")):
+    for path in notebooks():
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             if cell["cell_type"] != "code":
                 continue
@@ -290,7 +315,8 @@ def test_the_model_the_metrics_and_the_benchmark_load_no_widget_and_no_grader():
         "bad += sorted(m for m in sys.modules if m.startswith('course.exercises'))\n"
         "print(bad)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    run = [sys.executable, "-c", code]  # from the root, where `benchmarks` can be imported
+    done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
 
 
@@ -462,12 +488,12 @@ def graded_names_after_compile(cells):
 def test_graded_checks_need_nothing_built_after_a_compile():
     """Issue 43: the compiled calls come last in their cell, so that a cold, busy autograder that
     runs out of time while compiling still has every name a graded check needs."""
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in notebooks():
         late = graded_names_after_compile(json.loads(path.read_text())["cells"])
         assert not late, f"{path.name}: graded checks read {late}, bound after a .compile()"
 
 
-def test_the_compile_order_check_can_fail():
+def test_graded_names_after_compile_finds_a_late_name():
     cell = {"cell_type": "code", "metadata": {}, "source": ["m = load().compile()\nx = 1\n"]}
     check = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True}}, "source": ["f(x)"]}
     assert graded_names_after_compile([cell, check]) == ["x"]

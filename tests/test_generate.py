@@ -401,3 +401,69 @@ def test_a_text_that_just_fits_max_context_runs():
     out = specmini.generate(fits, Windowed(draft.table, 8), [0, 1], 7, k=4, seed=0)
     assert len(out.tokens) == 7
     assert max(n for n, _ in fits.log) <= fits.max_context
+
+
+# --- One decoding loop (issue 46): the course's decoders are specmini's loop with another round.
+
+
+def runs_in_specmini_loop(decode):
+    """Whether `decode(target, draft, prompt, max_new_tokens)` refuses a text longer than the
+    target's max_context before any model call, with specmini's message: only the loop
+    (specmini.decode.decode) checks that, so a decoder with a loop of its own does not."""
+    target, draft = bigram_pair(VOCAB, quality=0.5, seed=3, spread=1.5)
+    short = Windowed(target.table, max_context=7)  # 2 prompt tokens + 7 new ones need 8
+    try:
+        decode(short, draft, [0, 1], 7)
+    except ValueError as error:
+        return "max_context is 7" in str(error) and short.calls == draft.calls == 0
+    return False
+
+
+def course_decoders():
+    from course import block_verification as bv
+    from course import going_further as gf
+    from course.lessons import lesson_05
+
+    return {
+        "specmini.generate": lambda t, d, p, n: specmini.generate(t, d, p, n, k=3, seed=0),
+        "lesson_05.lossy_generate": lambda t, d, p, n: lesson_05.lossy_generate(t, d, p, n, 0.5),
+        "block_verification.generate": lambda t, d, p, n: bv.generate(t, d, p, n, k=3, seed=0),
+        "going_further.decode, prompt lookup": lambda t, d, p, n: gf.decode(
+            t, gf.lookup_drafts(VOCAB), p, n, 3, seed=0
+        ),
+        "going_further.decode, SSD": lambda t, d, p, n: gf.decode(
+            t, gf.SpeculationCache(d, [1] * 4), p, n, 3, chance=gf.Positional(0)
+        ),
+        "going_further.decode, dynamic K": lambda t, d, p, n: gf.dynamic_k_trace(
+            t, d, p, n, 2, gf.hf_schedule(), 1.0, 0
+        ),
+        "going_further.tree_decode": lambda t, d, p, n: gf.tree_decode(t, d, p, n, 2, 2, seed=0),
+    }
+
+
+@pytest.mark.parametrize("name", list(course_decoders()))
+def test_every_decoder_runs_in_specmini_loop(name):
+    assert runs_in_specmini_loop(course_decoders()[name]), f"{name} has a loop of its own"
+
+
+def test_a_decoder_with_a_loop_of_its_own_is_caught():
+    def own_loop(target, draft, prompt, max_new_tokens):  # as the course's variants had
+        tokens, rng = list(prompt), np.random.default_rng(0)
+        while len(tokens) < len(prompt) + max_new_tokens:
+            probs = specmini.probabilities(target(tokens, len(tokens) - 1)[-1])
+            tokens.append(specmini.sample(probs, rng))
+        return tokens
+
+    assert not runs_in_specmini_loop(own_loop)
+
+
+def test_lossy_generate_with_b_1_is_specmini_generate():
+    from course.lessons import lesson_05
+
+    target, draft = bigram_pair(5, quality=0.5, seed=1, spread=1.5)
+    for seed in range(4):
+        want = specmini.generate(target, draft, [0], 50, k=3, seed=seed)
+        got = lesson_05.lossy_generate(target, draft, [0], 50, 1.0, k=3, seed=seed)
+        assert got.tokens == want.tokens and got.rounds == want.rounds
+        lenient = lesson_05.lossy_generate(target, draft, [0], 50, 0.3, k=3, seed=seed)
+        assert sum(r.accepted for r in lenient.rounds) > sum(r.accepted for r in want.rounds)

@@ -167,6 +167,17 @@ def returns(function):
             todo += ast.iter_child_nodes(node)
 
 
+def test_the_loops_read_every_notebook_and_exercises_module():
+    """The files these tests loop over are found from the repository root, all of them: one
+    notebook per quiz in the teachers' key, one exercises module per notebook, and an exercise of
+    every notebook in EXERCISES (so that none passes by reading nothing)."""
+    numbers = sorted(p.name.split("_")[0] for p in NOTEBOOKS)
+    key = json.loads((ROOT / "teaching" / "quiz_answers.json").read_text())
+    assert numbers and numbers == sorted(key), numbers
+    assert sorted(p.stem.removeprefix("exercises_") for p in EXERCISE_MODULES) == numbers
+    assert sorted({notebook.split("_")[0] for notebook, _, _ in EXERCISES}) == numbers
+
+
 @pytest.mark.parametrize("path", EXERCISE_MODULES, ids=lambda p: p.stem)
 def test_no_case_returns_a_value(path):
     """Read in the source: no case has a `return` with a value (a message returned instead of

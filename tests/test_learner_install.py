@@ -91,6 +91,6 @@ def test_the_check_reads_every_notebook_and_the_course():
     """Not vacuous: the notebooks are found from the repository root, and the modules they use
     bring the course's third-party imports (tinygrad through course.gpt2, ipywidgets through
     course.display)."""
-    assert len(NOTEBOOKS) >= 8
+    assert len(NOTEBOOKS) == 9, NOTEBOOKS  # 01 to 07, with 02b and 06b
     modules = third_party_imports([s for nb in NOTEBOOKS for s in code_cells(nb)])
     assert {"numpy", "matplotlib", "scipy", "tinygrad", "ipywidgets", "IPython"} <= modules

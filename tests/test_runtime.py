@@ -1,6 +1,7 @@
-"""course/runtime.py: which CPU runtime tinygrad runs on, the tinygrad internals the course reads
-(checked against the pinned version, so that an upgrade fails here, loudly), and the course's
-kernel rule. Both runtimes are run, each in a process of its own: tinygrad reads HCQ2 once."""
+"""course/speed: which CPU runtime tinygrad runs on, the tinygrad internals the course reads
+(checked against the pinned version, so that an upgrade fails here, loudly), the course's kernel
+rule and the CPU layouts. Both runtimes are run, each in a process of its own: tinygrad reads HCQ2
+once."""
 
 import inspect
 import json
@@ -14,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from course import checkpoints, runtime
+from course import checkpoints
+from course.speed import TINYGRAD_VERSION, kernel_rule, layouts, runtime
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny_gpt2"
 UPCAST = "\x1b[33m"  # how tinygrad colours an upcast axis in a kernel's name
@@ -37,8 +39,8 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     from tinygrad.codegen.opt.postrange import Scheduler
     from tinygrad.engine import realize
 
-    assert metadata.version("tinygrad") == runtime.TINYGRAD_VERSION, (
-        "tinygrad was upgraded: check every function of course/runtime.py against the new "
+    assert metadata.version("tinygrad") == TINYGRAD_VERSION, (
+        "tinygrad was upgraded: check every function of course/speed/ against the new "
         "version, then change TINYGRAD_VERSION"
     )
     jit = TinyJit(lambda: None)
@@ -46,7 +48,7 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     assert hasattr(Tensor, "_buffer")  # read_out
     from tinygrad.helpers import _ensure_downloads_dir  # noqa: F401  downloads_dir
 
-    assert callable(heuristic.hand_coded_optimizations)  # install_kernel_rule
+    assert callable(heuristic.hand_coded_optimizations)  # kernel_rule.with_course_rule
     rule_reads = ("upcastable_dims", "axes_of", "full_shape", "rngs", "bufs", "reduceop")
     for name in rule_reads + ("apply_opt", "copy"):
         assert hasattr(Scheduler, name), name  # rows_in_registers, reads, largest_read
@@ -56,7 +58,7 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     assert {OptOps.UPCAST} and Opt(OptOps.UPCAST, 0, 4).arg == 4
     with Context(PARALLEL=0):  # compiling
         pass
-    assert 'getenv("HCQ2")' in Path(realize.__file__).read_text()  # choose: read at import
+    assert 'getenv("HCQ2")' in Path(realize.__file__).read_text()  # runtime.start: read at import
     # Replay runs a captured call's one submit as exec_hcq does: the same steps, the same names
     from tinygrad.engine.jit import CapturedJit
     from tinygrad.runtime.support.hcq2 import HCQInfo
@@ -94,25 +96,53 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     ],
 )
 def test_the_runtime_is_hcq2_on_a_cpu_unless_asked_otherwise(env, expected):
-    code = "import os, course\nprint(course.runtime.name(), os.environ.get('HCQ2'))"
+    code = "import os, course.gpt2\nprint(course.speed.runtime.name(), os.environ.get('HCQ2'))"
     name, left = python(code, **env).split()
     assert name == expected
     assert left == env.get("HCQ2", "None")  # the setting does not leak to child processes
 
 
-def test_importing_tinygrad_first_is_said_not_silent():
+def test_importing_tinygrad_first_is_a_clear_error_not_a_slow_runtime():
     code = (
-        "import warnings; warnings.simplefilter('error')\n"
         "import tinygrad\n"
-        "try:\n    import course\n"
-        "except UserWarning as e:\n    print('warned:', 'import course first' in str(e))"
+        "try:\n    import course.gpt2\n"
+        "except RuntimeError as e:\n    print('error:', 'import course.gpt2' in str(e))"
     )
-    assert python(code, DEV="CPU") == "warned: True"
+    assert python(code, DEV="CPU") == "error: True"
+    assert python("import tinygrad, course.gpt2\nprint('ok')", DEV="CPU", HCQ2="0") == "ok"
+
+
+def test_importing_the_course_changes_nothing_global():
+    # course and its toy-level modules import no tinygrad (notebooks 01-05 never load it), and
+    # course.gpt2 leaves tinygrad's heuristics and loads as they were: the rule applies only
+    # while a call compiles (kernel_rule.compiling)
+    code = (
+        "import sys, course, course.toys, course.exact, course.speedup, course.timing\n"
+        "from course.lessons import lesson_01, lesson_02, lesson_03, lesson_04, lesson_05\n"
+        "print('tinygrad' in sys.modules)"
+    )
+    assert python(code) == "False"
+    fixture = str(FIXTURE)
+    code = (
+        "import tinygrad.codegen as codegen\n"
+        "from tinygrad.codegen.opt import heuristic\n"
+        "before = heuristic.hand_coded_optimizations, codegen.memory_coalescing\n"
+        "from course import checkpoints\n"
+        "from course.speed import kernel_rule\n"
+        f"model = checkpoints.load({fixture!r}, buckets=(1,))\n"
+        "model([1, 2, 3], 0)\n"
+        "after = heuristic.hand_coded_optimizations, codegen.memory_coalescing\n"
+        "with kernel_rule.compiling():\n"
+        "    inside = heuristic.hand_coded_optimizations, codegen.memory_coalescing\n"
+        "print(before == after, inside != before)"
+    )
+    assert python(code, HCQ2="0") == "True True"
 
 
 LOGITS = f"""
 import json, course, numpy as np
-from course import checkpoints, gpt2, runtime
+from course import checkpoints, gpt2
+from course.speed import runtime
 model = checkpoints.load({str(FIXTURE)!r}, buckets=(1, 5, 16))
 tokens = [int(t) for t in np.random.default_rng(0).integers(0, model.config.vocab_size, 30)]
 model(tokens[:24], 0)
@@ -146,14 +176,14 @@ def test_laid_out_weights_give_the_same_products_and_only_on_a_cpu():
 
     rng = np.random.default_rng(0)
     x = Tensor(rng.normal(size=(5, 24)).astype(np.float32))
-    w = Tensor(rng.normal(size=(24, 3 * runtime.VECTOR)).astype(np.float32)).realize()
-    packed = runtime.lay_out(w).realize()
-    assert packed.shape == (3, 24, runtime.VECTOR)  # VECTOR outputs in one run
-    assert np.array_equal(packed.numpy()[1, :, 3], w.numpy()[:, runtime.VECTOR + 3])
-    np.testing.assert_allclose(runtime.matmul(x, packed).numpy(), (x @ w).numpy(), rtol=1e-6)
-    assert runtime.lay_out(w[:, :36]).shape == (24, 36)  # 36 outputs: not in runs of VECTOR
+    w = Tensor(rng.normal(size=(24, 3 * layouts.VECTOR)).astype(np.float32)).realize()
+    packed = layouts.lay_out(w).realize()
+    assert packed.shape == (3, 24, layouts.VECTOR)  # VECTOR outputs in one run
+    assert np.array_equal(packed.numpy()[1, :, 3], w.numpy()[:, layouts.VECTOR + 3])
+    np.testing.assert_allclose(layouts.matmul(x, packed).numpy(), (x @ w).numpy(), rtol=1e-6)
+    assert layouts.lay_out(w[:, :36]).shape == (24, 36)  # 36 outputs: not in runs of VECTOR
     on_gpu = Tensor.empty(24, 48, device="NULL")  # a GPU's threads read neighbouring outputs
-    assert runtime.lay_out(on_gpu) is on_gpu
+    assert layouts.lay_out(on_gpu) is on_gpu
 
 
 def test_the_rule_keeps_a_passes_rows_in_registers():
@@ -167,9 +197,9 @@ def test_the_rule_keeps_a_passes_rows_in_registers():
     assert len(rows_upcast) == 6 * model.config.n_layer + 1, names
     # weights held (in, out): attention out, MLP in and MLP out load VECTOR neighbouring outputs'
     # weights as vectors for all 5 rows (q/k/v too where a head's width is a multiple of VECTOR;
-    # the fixture's heads are 12 wide), and the scores a block of keys (runtime.attend_in_blocks);
+    # the fixture's heads are 12 wide), and the scores a block of keys (layouts.attend_in_blocks);
     # the output head too, packed like them. Fails if the rule finds no output axis of stride 1.
-    vectors = [n for n in rows_upcast if f"{UPCAST}{runtime.VECTOR}\x1b" in n]
+    vectors = [n for n in rows_upcast if f"{UPCAST}{layouts.VECTOR}\x1b" in n]
     assert len(vectors) == 4 * model.config.n_layer + 1, names
     # each block's GELU (a kernel of its own) and softmax's exp: plain loops, which clang
     # vectorises; tinygrad's upcast would leave them scalar (fails without the rule's branch)
@@ -187,15 +217,14 @@ def test_the_rule_leaves_kernels_it_does_not_fit_to_tinygrad():
 def test_cpu_kernels_load_wide_vectors(capfd):
     from tinygrad import Context, Tensor
 
-    runtime.install_kernel_rule()  # as importing course.gpt2 does
     rng = np.random.default_rng(1)
     x = Tensor(rng.normal(size=(5, 64)).astype(np.float32))
     w = Tensor(rng.normal(size=(64, 48)).astype(np.float32)).realize()
-    packed = runtime.lay_out(w).realize()
-    with runtime.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
-        y = runtime.matmul(x, packed).numpy()
+    packed = layouts.lay_out(w).realize()
+    with kernel_rule.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
+        y = layouts.matmul(x, packed).numpy()
     # one load per VECTOR weights (tinygrad's own pass loads at most 4 floats at once)
-    assert f"ext_vector_type({runtime.WIDEST_LOAD})" in capfd.readouterr().out
+    assert f"ext_vector_type({kernel_rule.WIDEST_LOAD})" in capfd.readouterr().out
     np.testing.assert_allclose(y, x.numpy() @ w.numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -204,18 +233,18 @@ def test_attention_on_a_cpu_finds_each_key_without_a_division(capfd, start, T):
     from tinygrad import Context, Tensor, UOp
 
     # a cache as GPT2 keeps it, T new rows at a symbolic position against symbolic key blocks
-    B, nh, hs, L = 1, 2, 8, runtime.KEY_BLOCK
+    B, nh, hs, L = 1, 2, 8, layouts.KEY_BLOCK
     room = 4 * L
     cache = Tensor(np.random.default_rng(2).normal(size=(3, B, nh, room, hs)).astype(np.float32))
     cache = cache.realize()
     old = cache.numpy()[1].copy()
     old[:, :, start : start + T] = 0  # the new rows' keys are not in the blocks yet: copied in
-    by_block = runtime.keys_by_block(Tensor(old)).contiguous().realize()
+    by_block = layouts.keys_by_block(Tensor(old)).contiguous().realize()
     pos = UOp.variable("start_pos", 0, room - T).bind(start)
-    blocks = UOp.variable("key_blocks", 1, room // L).bind(runtime.n_key_blocks(start + T))
+    blocks = UOp.variable("key_blocks", 1, room // L).bind(layouts.n_key_blocks(start + T))
     q = cache[0, :, :, pos : pos + T]
-    with runtime.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
-        y = runtime.attend_in_blocks(q, cache, by_block, pos, blocks).numpy()
+    with kernel_rule.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
+        y = layouts.attend_in_blocks(q, cache, by_block, pos, blocks).numpy()
     out = capfd.readouterr().out
     kernels = re.findall(r"void ([rE]_\w+)\((.*?\n)}", out, re.S)  # tinygrad's own: hcq_, *_prog
     assert any("key_blocks" in name for name, _ in kernels), [name for name, _ in kernels]
@@ -262,3 +291,26 @@ def test_a_replay_waits_on_its_own_views_and_leaves_odd_cases_to_tinygrad(monkey
             m.setattr(obj, name, value)
             assert np.array_equal(call(), expected), name
         assert waits.pop() and waits == [], name  # left to synchronize, once
+
+
+def test_each_file_of_the_speed_machinery_lists_the_internals_it_reads():
+    import course.speed
+
+    folder = Path(course.speed.__file__).parent
+    files = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    assert files == ["kernel_rule", "layouts", "runtime"]
+    for module in (kernel_rule, layouts, runtime):
+        assert isinstance(module.INTERNALS, tuple), module.__name__
+    assert runtime.INTERNALS and kernel_rule.INTERNALS and layouts.INTERNALS == ()
+    # layouts reads only tinygrad's public API (Tensor's methods)
+    source = (folder / "layouts.py").read_text()
+    private = re.findall(r"\._[a-z]\w*|tinygrad\.(?!Tensor)\w+", source)
+    assert not private, private
+
+
+def test_one_place_runs_tinygrads_source_edited():
+    root = Path(__file__).resolve().parent.parent
+    sources = [p for d in ("course", "benchmarks", "scripts") for p in (root / d).rglob("*.py")]
+    assert len(sources) > 20
+    editing = [p.name for p in sources if "exec(compile(" in p.read_text()]
+    assert editing == ["kernel_rule.py"], editing

@@ -5,10 +5,16 @@ import sys
 
 from loc import PACKAGE, count
 
+# A promise, not a budget with room: README.md says "under 100 lines of code", so the number is
+# the README's, and raising it means changing what the course promises (specmini: 99 lines).
+PROMISED_LINES = 100
+
 
 def test_specmini_is_under_100_lines_of_code():
     counts = count()
-    assert sum(counts.values()) < 100, f"specmini has {sum(counts.values())} lines: {counts}"
+    assert {"__init__.py", "decode.py", "sampling.py"} <= set(counts), counts  # found, and read
+    total = sum(counts.values())
+    assert total < PROMISED_LINES, f"specmini has {total} lines: {counts}"
 
 
 def test_the_counter_skips_comments_docstrings_and_blank_lines():

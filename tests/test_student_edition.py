@@ -24,18 +24,18 @@ try:
 except ImportError:  # skipped (or, under CI, failed) below with how to install it
     Gradebook = None
 
-REPO = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 NO_NBGRADER = "nbgrader is missing: pip install -r requirements-teach.txt (the teachers' tools)"
 
 _spec = importlib.util.spec_from_file_location(
-    "build_student_edition", REPO / "teaching" / "build_student_edition.py"
+    "build_student_edition", ROOT / "teaching" / "build_student_edition.py"
 )
 edition_tools = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(edition_tools)
 ASSIGNMENT = edition_tools.ASSIGNMENT
 
-SELF_STUDY = sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb"))
+SELF_STUDY = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.ipynb"))
 
 
 def notebook_number(name):
@@ -52,7 +52,7 @@ HIDDEN = "### BEGIN HIDDEN TESTS"
 # ship). Each notebook's quiz check cell holds their hashes as nbgrader hidden tests.
 QUIZ_ANSWERS = {
     number: {int(q): a for q, a in answers.items()}
-    for number, answers in json.loads((REPO / "teaching" / "quiz_answers.json").read_text()).items()
+    for number, answers in json.loads((ROOT / "teaching" / "quiz_answers.json").read_text()).items()
 }
 # Notebooks whose quiz is not converted yet (the lead rewrites them): teaching/quiz_convert.py
 QUIZ_PENDING = set()
@@ -146,7 +146,7 @@ def read_notebook(path):
 
 def self_study(name):
     """A notebook of the course, as in notebooks/."""
-    return read_notebook(REPO / "notebooks" / f"{name}.ipynb")
+    return read_notebook(ROOT / "notebooks" / f"{name}.ipynb")
 
 
 def solution_blocks(source):
@@ -193,8 +193,9 @@ def built(nbgrader_available, tmp_path_factory):
 
 
 def test_every_notebook_has_graded_cells():
-    """Each notebook 01-07 (02b too) has at least one exercise or quiz worth points (nbgrader
-    metadata)."""
+    """Each notebook 01-07 (02b and 06b too) has at least one exercise or quiz worth points
+    (nbgrader metadata); every one of them is found, from the repository root."""
+    assert sorted(map(notebook_number, MUST_BE_GRADED)) == sorted(GRADED), MUST_BE_GRADED
     missing = [name for name in MUST_BE_GRADED if not graded_cells(self_study(name))]
     assert not missing, f"notebooks without a graded cell (issue 13 marks): {missing}"
 
@@ -288,7 +289,7 @@ def test_the_edition_has_every_notebook_and_what_they_import(built):
     notebooks = edition / "notebooks"
     assert sorted(p.stem for p in notebooks.glob("*.ipynb")) == SELF_STUDY
     assert not list(notebooks.glob("*.py"))  # the course's code is the package course/
-    course = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "course").rglob("*.py"))
+    course = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "course").rglob("*.py"))
     assert (
         sorted(p.relative_to(edition).as_posix() for p in (edition / "course").rglob("*.py"))
         == course

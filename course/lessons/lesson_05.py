@@ -1,7 +1,10 @@
 """The longer code of notebook 05 (the speed-up, the best K, and when it pays off): its plots,
-the live rounds behind the sliders, and the lossy U[0, b] round. The notebook shows the calls and
-the pictures. Its plot helpers return their figure; the live views (live_rounds, lossy_rounds)
-show theirs, as they run inside a slider's output. No exercise solution lives here."""
+the live rounds behind the sliders, and the lossy U[0, b] accept rule. The notebook shows the
+calls and the pictures. Its plot helpers return their figure; the live views (live_rounds,
+lossy_rounds) show theirs, as they run inside a slider's output. No exercise solution lives
+here."""
+
+import functools
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,7 +22,7 @@ from course.toys import (
     measure,
     total_variation,
 )
-from specmini.decode import next_probs
+from specmini.decode import decode, speculate, token_verify
 
 KS = np.arange(1, 21)  # the K searched for the best one
 
@@ -134,32 +137,18 @@ def lossy_distribution(target, draft, b):
 
 
 def lossy_generate(target, draft, prompt, max_new_tokens, b, k=4, temperature=1.0, seed=None):
-    """The round of specmini.generate with the accept test's r drawn from U(0, b], b in (0, 1].
+    """specmini's decoding loop and round with one change, in the accept rule: the test's r is
+    drawn from U(0, b], b in (0, 1], instead of U(0, 1].
 
     b = 1 is the exact algorithm (and gives specmini.generate's very tokens for the same seed);
     b < 1 is Leviathan et al.'s lenience l = b (their appendix A.5): NOT the target's output.
     """
-    rng, out = np.random.default_rng(seed), specmini.Generation([], [])
-    while len(out.tokens) < max_new_tokens:
-        seq, drafted, draft_rows = list(prompt) + out.tokens, [], []
-        n_drafts = min(k, max_new_tokens - len(out.tokens) - 1)
-        for i in range(n_drafts):  # the draft guesses, one call after the other
-            draft_rows.append(next_probs(draft, seq + drafted, len(seq) + i - 1, temperature)[0])
-            drafted.append(specmini.sample(draft_rows[-1], rng))
-        target_rows = next_probs(target, seq + drafted, len(seq) - 1, temperature)  # one pass
-        r = b * (1 - rng.random(n_drafts))  # THE CHANGE: r ~ U(0, b] instead of U(0, 1]
-        accepted = (
-            specmini.speculative_accept(drafted, target_rows[:-1], draft_rows, r)
-            if n_drafts
-            else []
-        )
-        n = len(accepted)
-        last, ending = target_rows[n_drafts], "bonus" if n_drafts else "plain"
-        if n < n_drafts:
-            last, ending = specmini.residual(target_rows[n], draft_rows[n]), "correction"
-        out.tokens.extend(accepted + [specmini.sample(last, rng)])
-        out.rounds.append(specmini.Round(n_drafts, n, ending))
-    return out
+
+    def lenient(drafted, target_rows, draft_rows, u):  # THE CHANGE: r = b u ~ U(0, b]
+        return token_verify(drafted, target_rows, draft_rows, b * u)
+
+    one_round = functools.partial(speculate, rule=lenient)
+    return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, None, one_round)
 
 
 def lossy_curve(target, draft, k, bs):

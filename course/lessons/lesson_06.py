@@ -12,25 +12,19 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
-from tinygrad import Tensor
 
 import specmini
 from course import checkpoints, gpt2, timing, tokenizers
 from course.display import show_rounds, slider, slider_panel
 from course.figures import save
-from course.speedup import DRAFT_BUCKETS
 from course.toys import accept_tests, first_difference, pass_rate
+
+from tinygrad import Tensor
 
 # ---------- the models ----------
 
-# The target's compiled calls (each takes seconds to build). Notebook 06 builds two: one new
-# token, and up to 8, padded (a verification pass for K up to 7; prompts go in chunks of 8).
-# Notebook 06b times a call over each count of 1 to 8 new tokens, so it builds all eight.
-LESSON_BUCKETS = (1, 8)
-COST_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 8)
 
-
-def load_pair(models, on_gpu, offline_dir, target_buckets=LESSON_BUCKETS):
+def load_pair(models, on_gpu, offline_dir, target_buckets=gpt2.CALLS["lesson"]):
     """(target, draft, tokenizer, name). models: "auto" = real GPT-2 when its weights can be had
     (downloaded or cached), the offline pair otherwise; "gpt2" = real GPT-2 or an error;
     "offline" = never use the network. `target_buckets`: the target's compiled calls."""
@@ -40,7 +34,7 @@ def load_pair(models, on_gpu, offline_dir, target_buckets=LESSON_BUCKETS):
             target_name = "gpt2-xl" if on_gpu else "gpt2-medium"
             # fp16 on a GPU: half the memory
             target = checkpoints.load(target_name, half=on_gpu, buckets=target_buckets)
-            draft = checkpoints.load("gpt2", half=on_gpu, buckets=DRAFT_BUCKETS)
+            draft = checkpoints.load("gpt2", half=on_gpu, buckets=gpt2.CALLS["draft"])
             return target, draft, tokenizer, f"{target_name} + gpt2"
         except ConnectionError:
             if models == "gpt2":
@@ -48,7 +42,7 @@ def load_pair(models, on_gpu, offline_dir, target_buckets=LESSON_BUCKETS):
             print("GPT-2's files could not be downloaded (offline?): using the offline pair.")
     target, draft = (
         checkpoints.load(Path(offline_dir) / "pytarget", buckets=target_buckets),
-        checkpoints.load(Path(offline_dir) / "pydraft", buckets=DRAFT_BUCKETS),
+        checkpoints.load(Path(offline_dir) / "pydraft", buckets=gpt2.CALLS["draft"]),
     )
     return target, draft, tokenizers.ByteTokenizer(), "the offline pair (pytarget + pydraft)"
 
