@@ -118,7 +118,9 @@ def generate(target, draft, prompt, max_new_tokens, k=4, temperature=1.0, seed=N
     budget and randomness (no stop tokens). `block_verify` takes and returns what the round's
     rule does (specmini.decode.token_verify)."""
     one_round = functools.partial(speculate, rule=block_verify)
-    return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, None, one_round)
+    return decode(
+        target, draft, prompt, max_new_tokens, k, temperature, seed, stop=None, one_round=one_round
+    )
 
 
 def block_round_outcomes(

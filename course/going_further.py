@@ -86,7 +86,15 @@ def decode(target, propose, prompt, max_new_tokens, k=4, temperature=1.0, seed=N
     one_round = Speculation(propose, chance, rule, k, options.get("schedule"))
     # The round keeps its own k (dynamic K), so the loop's cap on drafts is the token budget alone.
     return specmini.decode.decode(
-        target, None, prompt, max_new_tokens, max_new_tokens, temperature, None, None, one_round
+        target,
+        None,
+        prompt,
+        max_new_tokens,
+        max_new_tokens,
+        temperature,
+        seed=None,
+        stop=None,
+        one_round=one_round,  # the loop's rng goes unused: `chance` draws
     )
 
 
@@ -286,7 +294,15 @@ def tree_decode(target, draft, prompt, max_new_tokens, width, depth, temperature
 
     # levels: depth, or as many as the token budget leaves room for
     return specmini.decode.decode(
-        target, draft, prompt, max_new_tokens, depth, temperature, None, None, one_round
+        target,
+        draft,
+        prompt,
+        max_new_tokens,
+        depth,
+        temperature,
+        seed=None,
+        stop=None,
+        one_round=one_round,
     )
 
 

@@ -6,8 +6,9 @@ model: `model(tokens, start)` returns the logits of tokens[start:] (len(tokens) 
 Parameter names and layouts (linear layers (in, out)) are the hub files'.
 
 Two paths through each module: `__call__`, the reference (whole sequences, as in training), and
-`decode(x, start_pos, blocks)`: T new positions from start_pos on, against a KV cache, each
-LayerNorm folded into the matmul after it, from weights laid out for the device.
+`decode`: T new positions from start_pos on, against a KV cache, each LayerNorm folded into the
+matmul after it, from weights laid out for the device. `Block.decode` and `GPT2.decode` take
+(x, start_pos, key_blocks); their parts take what they need.
 """
 
 from dataclasses import dataclass
@@ -145,13 +146,15 @@ class Attention:
         y = q.scaled_dot_product_attention(k, v, is_causal=True)  # (B, nh, T, hs)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
-    def decode(self, x, start_pos, blocks, ln_1_c_attn):
+    def decode(self, x, start_pos, key_blocks, ln_1_c_attn):
         """T new positions from start_pos on, against the cached ones before them. `ln_1_c_attn`
-        is c_attn(ln_1(x)), the block's norm folded in (NormLinear); `blocks` of keys hold
-        positions 0 .. start_pos + T - 1 (layouts.KVCache)."""
+        is c_attn(ln_1(x)), the block's norm folded in (NormLinear). `key_blocks`: how many
+        blocks of KEY_BLOCK cached keys cover positions 0 .. start_pos + T - 1, a Variable like
+        start_pos, so that one compiled call serves every position (only a CPU's cache reads it:
+        layouts.BlockedKVCache)."""
         B, T, C = x.shape
         qkv = ln_1_c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head)
-        y = self.cache.attend(qkv.permute(2, 0, 3, 1, 4), start_pos, blocks)  # (B, nh, T, hs)
+        y = self.cache.attend(qkv.permute(2, 0, 3, 1, 4), start_pos, key_blocks)  # (B, nh, T, hs)
         return self.c_proj.decode(y.transpose(1, 2).reshape(B, T, C))
 
 
@@ -189,8 +192,8 @@ class Block:
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
-    def decode(self, x, start_pos, blocks):  # (1, T, n_embd)
-        x = x + self.attn.decode(x, start_pos, blocks, self.ln_1_c_attn)
+    def decode(self, x, start_pos, key_blocks):  # (1, T, n_embd)
+        x = x + self.attn.decode(x, start_pos, key_blocks, self.ln_1_c_attn)
         return x + self.mlp.decode(x, self.ln_2_c_fc)
 
 
@@ -217,13 +220,13 @@ class GPT2:
         logits = self.ln_f(x) @ self.wte.weight.T  # the output head is tied to the embedding
         return logits[..., : self.config.vocab_size]  # (B, T, vocab_size)
 
-    def decode(self, tokens, start_pos, blocks):
+    def decode(self, tokens, start_pos, key_blocks):
         """Logits (T, padded vocab) of T new tokens (1, T) at start_pos, start_pos + 1, ..."""
         # a padded chunk's last rows may pass the context: they reuse the last position
         pos = (Tensor.arange(tokens.shape[1]) + start_pos).minimum(self.config.n_positions - 1)
         x = self.wte(tokens) + self.wpe(pos)  # (1, T, n_embd)
         for block in self.h:
-            x = block.decode(x, start_pos, blocks)
+            x = block.decode(x, start_pos, key_blocks)
         return self.ln_f_head(x)[0].float().realize()  # (T, padded vocab)
 
     def __call__(self, tokens, start):

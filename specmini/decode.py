@@ -76,11 +76,12 @@ def speculate(target, draft, prefix, n_drafts, temperature, rng, rule=token_veri
         drafted.append(sample(draft_rows[-1], rng))  # scored below by this very row
     # 2. Run the target once over prefix + drafts: n_drafts + 1 next-token distributions.
     target_rows = next_probs(target, prefix + drafted, len(prefix) - 1, temperature)
-    # 3. Draw u_1 .. u_gamma (not in the paper: in (0, 1], so target 0 never passes), then
-    # 4. count the accepted guesses, n_accepted (the paper's n), and take p' after them.
+    # 3. Draw u_1 .. u_gamma (not in the paper: in (0, 1], so target 0 never passes); the rule
+    # counts the accepted guesses (the paper's n) and gives
+    # 4. p': the target's row after them if all passed, else the residual at the first rejection.
     accepted, last = rule(drafted, target_rows, draft_rows, 1 - rng.random(n_drafts))
     ending = "plain" if not n_drafts else "bonus" if len(accepted) == n_drafts else "correction"
-    # 5. Return n_accepted tokens from the draft and one from the target. (`ending`, how the
+    # 5. Return the n accepted guesses and one token from the target. (`ending`, how the
     # round ended, is not in the paper: it goes into the round's record.)
     return accepted + [sample(last, rng)], Round(n_drafts, len(accepted), ending)
 
@@ -90,11 +91,11 @@ def decode(target, draft, prompt, max_new_tokens, k, temperature, seed, stop, on
     text has max_new_tokens new tokens or ends with a stop token.
 
     The inputs are checked first. Lines marked "not in the paper" are what a decoder adds to the
-    paper's one round: a token budget, stop tokens, uniforms in (0, 1] instead of [0, 1), k = 0,
-    and a record of each round. This is the course's one decoding loop: its variants pass their
-    own `one_round`, which takes and returns what `speculate` does (course.going_further's rounds
-    with prompt lookup or token trees), or `speculate` with another `rule` (lesson_05's lossy
-    test, course.block_verification).
+    paper's one round: a token budget, stop tokens, uniforms in (0, 1] instead of numpy's [0, 1),
+    k = 0, and a record of each round. This is the course's one decoding loop: its variants pass
+    their own `one_round`, which takes and returns what `speculate` does (course.going_further's
+    rounds with prompt lookup or token trees), or `speculate` with another `rule` (lesson_05's
+    lossy test, course.block_verification).
     """
     prompt = [as_int(t, "each prompt token id", 0) for t in prompt]
     # Not in the paper: a model that says how many tokens it reads (`max_context`) must read the

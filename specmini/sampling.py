@@ -79,7 +79,7 @@ def speculative_accept(draft_tokens, target_probs, draft_probs, uniforms):
     # A draft only draws tokens it gives mass: each must be nonzero (so > 0, as none is negative).
     require(draft_probs[range(len(tokens)), tokens].all(), "draft token with draft probability 0")
     ratios = target_probs[range(len(tokens)), tokens] / draft_probs[range(len(tokens)), tokens]
-    # The test itself, Algorithm 1's n = min({i - 1 | r_i > p_i(x_i) / q_i(x_i)} u {gamma}), i
-    # counted from 0 here: the drafts before the first rejection stay, the rest are thrown away.
+    # The test itself, Algorithm 1's n = min({i - 1 | r_i > p_i(x_i) / q_i(x_i)} ∪ {gamma}) (i
+    # counted from 0 here, the paper's i - 1 is i): the drafts before the first rejection stay.
     # (u_i <= 1, so the ratio decides as min(1, ratio) would.)
     return tokens[: min((i for i, r in enumerate(ratios) if uniforms[i] > r), default=len(tokens))]

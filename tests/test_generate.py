@@ -371,7 +371,7 @@ def test_decode_reads_like_leviathan_algorithm_1():
     assert specmini.decode.decode.__doc__
     steps = [int(m) for m in re.findall(r"# (\d)\. ", source)]
     assert steps == [1, 2, 3, 4, 5], "the steps of Algorithm 1, numbered in order"
-    assert "n_drafts" in source and "n_accepted" in source
+    assert "n_drafts" in source and "the paper's n" in source
 
 
 class Windowed(TableModel):

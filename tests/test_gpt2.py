@@ -516,7 +516,7 @@ def test_common_prefix_stops_at_the_limit():
 
 
 # A one-sitting read: picoGPT's model is about 120 lines; ours adds the KV cache's decoding path,
-# the folded norms and specmini's protocol (322 lines when set, so room for a fix, not a feature)
+# the folded norms and specmini's protocol (334 lines when set: room for a fix, not a feature)
 MODEL_LINES = 350
 
 
@@ -544,7 +544,7 @@ def test_every_decoding_path_takes_its_arguments_in_one_order():
     }
     decoding = {name: args for name, args in methods.items() if "start_pos" in args}
     assert set(decoding) == {"Attention.decode", "Block.decode", "GPT2.decode"}, decoding
-    for name, args in decoding.items():  # (self, x or tokens, start_pos, blocks, ...)
-        assert args[2:4] == ["start_pos", "blocks"], (name, args)
+    for name, args in decoding.items():  # (self, x or tokens, start_pos, key_blocks, ...)
+        assert args[2:4] == ["start_pos", "key_blocks"], (name, args)
     # "step" means one timed one-token call in the course, never a method of the model
     assert not [name for name in methods if name.endswith(".step")], methods

@@ -153,7 +153,15 @@ def check_tokens_per_round(fn, strict=True):
 ROUND_TARGET = np.array([[0.5, 0.25, 0.25], [0.375, 0.375, 0.25], [0.2, 0.2, 0.6]])
 ROUND_DRAFT = np.array([[0.25, 0.5, 0.25], [0.5, 0.5, 0.0], [0.8, 0.0, 0.2]])
 ROUND_K, ROUND_LENGTH = 2, 3  # drafts per round; tokens compared with the target's joint
-FORBID = ("generate", "autoregressive", "speculative_accept", "residual")
+FORBID = (
+    "generate",
+    "autoregressive",
+    "speculative_accept",
+    "residual",
+    "specmini.decode.decode",
+    "specmini.decode.speculate",
+    "specmini.decode.token_verify",
+)
 
 
 def table_model(rows):

@@ -69,7 +69,15 @@ def check_verification_mask(fn, strict=True):
 
 # Exercise 2: greedy_round(target, tokens, drafted) -> the new tokens of one greedy round: the
 # drafts up to the first one the target disagrees with, then the target's own token.
-ROUND_FORBID = ("generate", "autoregressive", "speculative_accept")  # write the round yourself
+# write the round yourself: not specmini's, nor its loop, round or accept rule
+ROUND_FORBID = (
+    "generate",
+    "autoregressive",
+    "speculative_accept",
+    "specmini.decode.decode",
+    "specmini.decode.speculate",
+    "specmini.decode.token_verify",
+)
 
 
 class CountingModel:

@@ -148,7 +148,9 @@ def lossy_generate(target, draft, prompt, max_new_tokens, b, k=4, temperature=1.
         return token_verify(drafted, target_rows, draft_rows, b * u)
 
     one_round = functools.partial(speculate, rule=lenient)
-    return decode(target, draft, prompt, max_new_tokens, k, temperature, seed, None, one_round)
+    return decode(
+        target, draft, prompt, max_new_tokens, k, temperature, seed, stop=None, one_round=one_round
+    )
 
 
 def lossy_curve(target, draft, k, bs):

@@ -1,6 +1,6 @@
 """The course's speed machinery: what makes course.gpt2's decoding fast on tinygrad 0.14, apart
 from the model. Importing it changes nothing; course.gpt2 calls `runtime.start()` once, before it
-imports tinygrad, and builds its compiled calls inside `kernel_rule.compiling()`.
+imports tinygrad, and `runtime.run` builds its compiled calls inside `kernel_rule.compiling()`.
 
 - runtime.py: which CPU runtime tinygrad runs (HCQ2 or its default), and how a compiled call is
   run and replayed;

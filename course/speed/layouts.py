@@ -107,10 +107,10 @@ class KVCache:
     def buffers(self):  # what GPT2.fold realizes
         return [self.qkv]
 
-    def attend(self, qkv, start_pos, blocks):
+    def attend(self, qkv, start_pos, key_blocks):
         """softmax(q k^T / sqrt(hs)) v for T new rows qkv (3, B, nh, T, hs) at positions start_pos
         on, each against the cached keys up to its own position; returns (B, nh, T, hs).
-        `blocks` (whole blocks of keys up to the last new position) is for the CPU's layout."""
+        `key_blocks` (whole blocks of keys up to the last new position) is for the CPU's layout."""
         T, hs = qkv.shape[3], qkv.shape[4]
         end = start_pos + T
         # q is cached too, so that the matmul writes its whole output straight into the cache
@@ -138,11 +138,11 @@ class BlockedKVCache(KVCache):
     def buffers(self):
         return [self.qkv, self.keys_by_block]
 
-    def attend(self, qkv, start_pos, blocks):
+    def attend(self, qkv, start_pos, key_blocks):
         T = qkv.shape[3]
         self.qkv[:, :, :, start_pos : start_pos + T, :].assign(qkv)
         q = self.qkv[0, :, :, start_pos : start_pos + T, :]  # (B, nh, T, hs)
-        return attend_in_blocks(q, self.qkv, self.keys_by_block, start_pos, blocks)
+        return attend_in_blocks(q, self.qkv, self.keys_by_block, start_pos, key_blocks)
 
 
 def make_cache(n_head, positions, head_size, dtype, device):

@@ -103,7 +103,7 @@ def capture_at_once(jit):
 
 
 class CompiledCalls:
-    """A model's compiled calls: `decode(tokens (1, T), start_pos, blocks)` as one TinyJit per
+    """A model's compiled calls: `decode(tokens (1, T), start_pos, key_blocks)` as one TinyJit per
     count of new tokens T in `buckets`, each built at its first use (a symbolic count would give
     every kernel a launch grid empty at 0, which CUDA graphs refuse). A call over fewer tokens is
     padded with id 0 up to the next count: its rows are dropped, its cache entries overwritten.
@@ -120,9 +120,9 @@ class CompiledCalls:
         self.compiled = {}  # count of new tokens -> TinyJit
         most = max(allowed)
         position = UOp.variable("start_pos", 0, cfg.n_positions - 1)
-        blocks = UOp.variable("key_blocks", 1, n_key_blocks(cfg.n_positions + most))
+        key_blocks = UOp.variable("key_blocks", 1, n_key_blocks(cfg.n_positions + most))
         tokens = [UOp.variable(f"token{i}", 0, cfg.vocab_size - 1) for i in range(most)]
-        self.variables = [position, blocks, *tokens]  # a compiled call's arguments, in order
+        self.variables = [position, key_blocks, *tokens]  # a compiled call's arguments, in order
 
     def __call__(self, chunk, pos):
         """The logits (bucket, padded vocab) of the new tokens `chunk` at pos, pos + 1, ..."""
@@ -139,9 +139,9 @@ class CompiledCalls:
         """`decode` over `size` new tokens as a TinyJit, its inputs Variables only."""
         from tinygrad import Tensor, TinyJit, dtypes
 
-        def call(start_pos, blocks, *tokens):  # self.variables' order
+        def call(start_pos, key_blocks, *tokens):  # self.variables' order
             ids = Tensor.stack(*[Tensor(t) for t in tokens]).cast(dtypes.int32).reshape(1, size)
-            return self.decode(ids, start_pos, blocks)
+            return self.decode(ids, start_pos, key_blocks)
 
         return TinyJit(call)
 
