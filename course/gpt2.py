@@ -294,8 +294,8 @@ class GPT2:
     def reset(self):  # forget the cache (its buffers stay allocated and are overwritten)
         self.cached = []
 
-    def read_prompt(self, prompt):  # into the cache, all but the last token, which decoding reads
-        self(prompt[:-1], 0)
+    def read_prompt(self, prompt):  # into the cache; read again, it costs one position
+        self(prompt, len(prompt) - 1)
 
     def weights_changed(self):
         """After any weight change, drop what the old weights built (calls, folded norms, cache)."""

@@ -72,8 +72,9 @@ def race(runs, prompts, models, reps):
         spent, made = dict.fromkeys(runs, 0.0), dict.fromkeys(runs, 0)
         for i, prompt in enumerate(prompts):
             for name, run in runs.items():
-                for model in models:
+                for model in models:  # all reset first: two may share one model (Stopwatches)
                     model.reset()
+                for model in models:
                     getattr(model, "read_prompt", lambda prompt: None)(prompt)
                 time.sleep(SETTLE_S)  # no run pays for the threads of the run before it
                 start = time.perf_counter()
