@@ -58,6 +58,12 @@ def test_the_pinned_tinygrad_has_the_internals_the_course_reads():
     assert {OptOps.UPCAST} and Opt(OptOps.UPCAST, 0, 4).arg == 4
     with Context(PARALLEL=0):  # compiling
         pass
+    # kept_programs: realize's lowering calls to_program by its module-level name
+    from tinygrad.codegen import to_program_key
+    from tinygrad.helpers import diskcache_get, diskcache_put  # noqa: F401
+
+    assert "to_program(*x[1])" in inspect.getsource(realize._compile_kernel)
+    assert callable(to_program_key) and callable(realize.to_program)
     assert 'getenv("HCQ2")' in Path(realize.__file__).read_text()  # runtime.start: read at import
     # Replay runs a captured call's one submit as exec_hcq does: the same steps, the same names
     from tinygrad.engine.jit import CapturedJit
@@ -124,17 +130,19 @@ def test_importing_the_course_changes_nothing_global():
     assert python(code) == "False"
     fixture = str(FIXTURE)
     code = (
-        "import tinygrad.codegen as codegen\n"
+        "import tinygrad.codegen as codegen, tinygrad.engine.realize as realize\n"
         "from tinygrad.codegen.opt import heuristic\n"
-        "before = heuristic.hand_coded_optimizations, codegen.memory_coalescing\n"
+        "swapped = lambda: (heuristic.hand_coded_optimizations, codegen.memory_coalescing,\n"
+        "                   realize.to_program)\n"
+        "before = swapped()\n"
         "from course import checkpoints\n"
         "from course.speed import kernel_rule\n"
         f"model = checkpoints.load({fixture!r}, buckets=(1,))\n"
         "model([1, 2, 3], 0)\n"
-        "after = heuristic.hand_coded_optimizations, codegen.memory_coalescing\n"
+        "after = swapped()\n"
         "with kernel_rule.compiling():\n"
-        "    inside = heuristic.hand_coded_optimizations, codegen.memory_coalescing\n"
-        "print(before == after, inside != before)"
+        "    inside = swapped()\n"
+        "print(before == after, all(i != b for i, b in zip(inside, before)))"
     )
     assert python(code, HCQ2="0") == "True True"
 
@@ -169,6 +177,33 @@ def test_both_runtimes_give_identical_logits_and_count_the_same_kernels(tmp_path
     assert not np.allclose(fast["logits"][:6], fast["logits"][6:])  # other tokens, other logits
     assert (fast["replayed"], default["replayed"]) == ([1, 5, 16], [])  # 16: the prompt's 2nd chunk
     assert fast["kernels"] == default["kernels"] and all(fast["kernels"].values())
+
+
+def test_a_second_process_builds_from_the_kept_programs_with_identical_logits(tmp_path):
+    # kernel_rule.kept_programs: a fresh cache, a first process that fills it, and a second whose
+    # tinygrad cannot generate any kernel's code itself: every kernel must come from the cache
+    cache = {"CACHEDB": str(tmp_path / "cache.db"), "DEV": "CPU"}
+    first, second = tmp_path / "first.npy", tmp_path / "second.npy"
+    python(f"OUT = {str(first)!r}\n" + LOGITS, **cache)
+    no_codegen = (  # inside compiling() only: loading and folding compile kernels outside it
+        "import course.gpt2, tinygrad.engine.realize as realize\n"
+        "from tinygrad.codegen.opt import heuristic\n"
+        "generate = realize.to_program\n"
+        "def refuse(ast, renderer):\n"
+        "    if hasattr(heuristic.hand_coded_optimizations, 'course_rule'):\n"
+        "        raise AssertionError('a kernel was generated again, not read from the cache')\n"
+        "    return generate(ast, renderer)\n"
+        "realize.to_program = refuse\n"
+    )
+    python(no_codegen + f"OUT = {str(second)!r}\n" + LOGITS, **cache)
+    assert np.array_equal(np.load(first), np.load(second))
+    # and the test can fail: without the cache's file, the second process generates kernels
+    done = subprocess.run(
+        [sys.executable, "-c", no_codegen + f"OUT = {str(second)!r}\n" + LOGITS],
+        env={**os.environ, "CACHEDB": str(tmp_path / "empty.db"), "DEV": "CPU"},
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode != 0 and "not read from the cache" in done.stderr
 
 
 def test_laid_out_weights_give_the_same_products_and_only_on_a_cpu():

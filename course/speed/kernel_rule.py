@@ -7,6 +7,8 @@ runtime.run); outside it tinygrad is as it was, for any other tinygrad code in t
 
 import contextlib
 import functools
+import hashlib
+from pathlib import Path
 
 WIDEST_LOAD = 16  # 32-bit values a CPU kernel may load as one vector: AVX-512 1 register, AVX2 2
 VECTOR = WIDEST_LOAD  # outputs a CPU kernel updates per weight load: one vector of weights
@@ -19,6 +21,8 @@ TINYGRAD_LOADS = (
 INTERNALS = (
     "tinygrad.codegen.opt.heuristic.hand_coded_optimizations: swapped while compiling()",
     "tinygrad.codegen.memory_coalescing: swapped while compiling() (wide_loads)",
+    "tinygrad.engine.realize.to_program: swapped while compiling() (kept_programs); "
+    "tinygrad.codegen.to_program_key; helpers.diskcache_get/put",
     "Scheduler.upcastable_dims, axes_of, full_shape, rngs, bufs, reduceop, ren, ast, "
     "apply_opt, copy (rows_in_registers, threads, reads, largest_read)",
     "Opt, OptOps.UPCAST/THREAD, KernelOptError, AxisType.REDUCE/GROUP_REDUCE/WEAK",
@@ -206,17 +210,41 @@ def transcendental(k):
 def compiling(beam=0):
     """The context a GPT-2 call is built in: the course's kernel rule in front of tinygrad's
     heuristics and wide loads on a CPU, kernels compiled in this process (tinygrad's worker
-    processes would use its heuristics alone), and tinygrad's kernel search if beam > 0. On
-    leaving it, tinygrad's own heuristics and loads are back."""
+    processes would use its heuristics alone) and kept on disk for the next (kept_programs), and
+    tinygrad's kernel search if beam > 0. On leaving it, tinygrad is as it was."""
     import tinygrad.codegen as codegen
+    import tinygrad.engine.realize as realize
     from tinygrad import Context
     from tinygrad.codegen.opt import heuristic
 
-    saved = heuristic.hand_coded_optimizations, codegen.memory_coalescing
+    saved = heuristic.hand_coded_optimizations, codegen.memory_coalescing, realize.to_program
     heuristic.hand_coded_optimizations = with_course_rule(saved[0])
     codegen.memory_coalescing = wide_loads()  # the name tinygrad's pipeline calls
+    realize.to_program = kept_programs(saved[2])
     try:
         with Context(PARALLEL=0, **({"BEAM": beam} if beam else {})):
             yield
     finally:
-        heuristic.hand_coded_optimizations, codegen.memory_coalescing = saved
+        heuristic.hand_coded_optimizations, codegen.memory_coalescing, realize.to_program = saved
+
+
+def kept_programs(to_program):
+    """tinygrad's `to_program` (a kernel's code generated and compiled), its results kept in
+    tinygrad's cache on disk, as tinygrad keeps its compiler's output but not this step's: a
+    model's call built again in a new process (a notebook run twice) skips about 40% of the
+    build. Each result is kept under the kernel, tinygrad's settings and this file's text (the
+    rule decides the code); CACHELEVEL=0 turns it off, as it does tinygrad's own cache."""
+    from tinygrad.codegen import to_program_key
+    from tinygrad.helpers import diskcache_get, diskcache_put
+
+    def kept(ast, renderer):
+        ast_key, kind, *rest = to_program_key(ast, renderer)
+        key = hashlib.sha256(repr((ast_key, kind.__qualname__, *rest, RULE)).encode()).hexdigest()
+        if (program := diskcache_get("course_programs", key)) is None:
+            program = diskcache_put("course_programs", key, to_program(ast, renderer))
+        return program
+
+    return kept
+
+
+RULE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # this file's text
