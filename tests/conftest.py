@@ -14,12 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # ones fill in around them (longest processing time first). Paths from the repository root, where
 # pytest is run from or not (tests/test_course_helpers.py checks that each still exists).
 LONGEST_FIRST = (
-    "tests/test_student_edition.py",  # 220: nbgrader runs every graded notebook
-    "notebooks/06b_where_it_pays.ipynb",
-    "notebooks/06_gpt2_tinygrad.ipynb",
+    "tests/test_student_edition.py",  # 150: nbgrader runs the graded notebooks up to 06
+    "notebooks/06b_where_it_pays.ipynb",  # 108
+    "notebooks/07_going_further.ipynb",  # 104
+    "notebooks/06_gpt2_tinygrad.ipynb",  # 67
     "tests/test_benchmark.py",  # 75
     "tests/test_gpt2.py",  # 75
-    "notebooks/07_going_further.ipynb",  # 62
     "tests/test_gpu_path.py",  # 60
     "tests/test_browser.py",  # 35
     "tests/test_runtime.py",  # 25

@@ -9,6 +9,8 @@ scores are read from nbgrader's gradebook. Everything happens in tmp_path: `git 
 clean.
 """
 
+import ast
+import builtins
 import importlib.util
 import json
 import os
@@ -61,18 +63,22 @@ QUIZ_PENDING = set()
 # submission costs the notebook's full run (COST, in seconds: one run each, measured on the
 # 2-core AMD EPYC, `jupyter nbconvert --execute`; 06, 06b and 07 on tinygrad's HCQ2 runtime). To
 # stay within a few minutes:
-# - full marks are checked on every notebook: the course's solutions must pass their graded
-#   checks in the student edition too, where the self-study cells are gone, from nbgrader's
-#   folders (a later cell that needed a self-study cell, or a path that works only from
-#   notebooks/, shows up here and nowhere else);
+# - full marks are checked on every notebook up to FULL_S seconds (all but the two costliest):
+#   the course's solutions must pass their graded checks in the student edition too, where the
+#   self-study cells are gone, from nbgrader's folders (06 loads the offline pair from there).
+#   What only such a run would catch in the others, a later cell that needs a cell the edition
+#   dropped, is checked without running them: every name a cell of the edition reads is bound
+#   by an earlier cell (test_every_name_a_cell_reads_is_bound_before_it). nbval runs their
+#   solutions against their graded checks in the self-study notebooks;
 # - the untouched copy (zero everywhere, no crash) runs on the light notebooks only (LIGHT_S
 #   seconds or less): every check goes through the same grading.grade and check_quiz, so the
 #   others would add time but little proof;
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 90, "06b": 240, "07": 130}
+COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 70, "06b": 110, "07": 100}
 LIGHT_S = 16
+FULL_S = 90
 # The per-cell limit is teaching/nbgrader_config.py's (its reasons there): the longest cell takes
 # about two minutes alone with a warm cache (notebook 06b's cost figure, which builds calls), and
 # here two autograders share two cores with the other test worker, or with a busy runner.
@@ -80,6 +86,9 @@ LIGHT_S = 16
 
 def cost(name):
     return COST.get(notebook_number(name), 60)  # a notebook not measured yet counts as a heavy one
+
+
+FULL_RUN = [name for name in SELF_STUDY if cost(name) <= FULL_S]
 
 
 # Known-buggy answers, each in a submission of its own: (notebook, answer cell, its graded check,
@@ -261,13 +270,13 @@ def test_the_edition_holds_no_quiz_key(built):
         for form in clear_forms(answers):
             secrets[f"quiz {number}'s answers in clear"] = form
         secrets[f"exercises_{number}.QUIZ"] = f"exercises_{number}.QUIZ"
-    files = [p for p in sorted(edition.rglob("*")) if p.is_file()]
+    files = {p: searchable_text(p) for p in sorted(edition.rglob("*")) if p.is_file()}
     leaks = sorted(
         {
             f"{what} in {path.relative_to(edition)}"
-            for path in files
+            for path, searched in files.items()
             for what, text in secrets.items()
-            if text in searchable_text(path)
+            if text in searched
         }
     )
     assert not leaks, f"quiz keys found in the student edition: {leaks}"
@@ -276,7 +285,7 @@ def test_the_edition_holds_no_quiz_key(built):
             "QUIZ ="
             not in (edition / "course" / "exercises" / f"exercises_{number}.py").read_text()
         )
-    assert not [str(p) for p in files if HIDDEN in searchable_text(p)], "hidden tests left"
+    assert not [str(p) for p, searched in files.items() if HIDDEN in searched], "hidden tests left"
     for path in sorted((edition / "notebooks").glob("*.ipynb")):
         if notebook_number(path.stem) in converted:
             answers, check = quiz_cells(read_notebook(path))
@@ -310,15 +319,15 @@ def test_the_edition_holds_no_solution(built):
                 if normalized(block):
                     solutions[f"{name} {grade_id}"] = normalized(block)
     assert solutions, "no solution found in the self-study notebooks"
-    files = [p for p in sorted(edition.rglob("*")) if p.is_file()]
+    files = {p: searchable_text(p) for p in sorted(edition.rglob("*")) if p.is_file()}
     leaks = [
         f"{where} in {path.relative_to(edition)}"
-        for path in files
+        for path, searched in files.items()
         for where, body in solutions.items()
-        if body in searchable_text(path)
+        if body in searched
     ]
     assert not leaks, f"solutions found in the student edition: {leaks}"
-    markers = [str(p.relative_to(edition)) for p in files if BEGIN in searchable_text(p)]
+    markers = [str(p.relative_to(edition)) for p, searched in files.items() if BEGIN in searched]
     assert not markers, f"solution markers in the student edition: {markers}"
 
     for path in sorted((edition / "notebooks").glob("*.ipynb")):
@@ -337,6 +346,50 @@ def test_the_edition_holds_no_solution(built):
                 f"{path.name} {grade_id}: the answer cell is collapsed in the student edition"
             )
         assert not any(cell.get("outputs") for cell in nb.cells), f"{path.name} keeps outputs"
+
+
+def names_bound(tree):
+    """Every name a cell's code binds anywhere in it: assigned, defined, imported, a function's
+    parameters (so that a function reading its own parameters or locals reads bound names)."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound
+
+
+def unbound_reads(nb):
+    """(cell index, name) for each name a code cell reads that neither it nor an earlier code
+    cell binds, and that is no builtin of Python or IPython: the cell would raise NameError."""
+    bound, unbound = set(dir(builtins)) | {"display", "get_ipython"}, []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            tree = ast.parse(cell.source)
+            bound |= names_bound(tree)
+            read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            unbound += [(i, name) for name in sorted(read - bound)]
+    return unbound
+
+
+def test_every_name_a_cell_reads_is_bound_before_it(built):
+    """In the student edition (self-study cells gone, solutions replaced by stubs), no cell
+    reads a name that only a dropped cell or a solution's body bound; and the check can fail:
+    without the self-study notebook's first code cell, 06b's later cells read unbound names."""
+    _, edition = built
+    for path in sorted((edition / "notebooks").glob("*.ipynb")):
+        assert not unbound_reads(read_notebook(path)), path.name
+    nb = self_study("06b_where_it_pays")
+    first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
+    del nb.cells[first]
+    assert {"gpt2", "specmini", "check"} <= {name for _, name in unbound_reads(nb)}
 
 
 def submit(course, edition, student, name, answers=None):
@@ -398,7 +451,7 @@ def autograded(built):
     """Three kinds of submission, autograded by nbgrader; returns where each was graded."""
     course, edition = built
     light = [name for name in SELF_STUDY if cost(name) <= LIGHT_S]
-    submissions = {("solutions", name): course_solutions(name) for name in SELF_STUDY}
+    submissions = {("solutions", name): course_solutions(name) for name in FULL_RUN}
     submissions.update({("untouched", name): {} for name in light})
     for student, (name, answer_id, _, answer) in BUGGY.items():
         submissions[student, name] = dict(course_solutions(name), **{answer_id: answer.strip()})
@@ -411,7 +464,8 @@ def autograded(built):
 
 def test_the_course_solutions_get_full_marks(autograded):
     graded, _, log = autograded
-    for name in SELF_STUDY:
+    assert len(FULL_RUN) == len(SELF_STUDY) - 2, FULL_RUN  # all but 06b and 07
+    for name in FULL_RUN:
         got = scores(graded, "solutions", name)
         lost = {cell: s for cell, s in got.items() if s[0] != s[1]}
         assert not lost, f"{name}: the course's solutions lose points {lost}\n{log[-3000:]}"
