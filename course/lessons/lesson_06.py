@@ -337,7 +337,8 @@ def plot_regime(sizes_mb, step_ms, per_token, cache_mb, machine, precision="fp32
     weights it reads, with the CPU's last-level cache marked. Right: a call over n new tokens, in
     steps of the same model, for each model in `per_token` ({label: {n: ms}})."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    left.plot(sizes_mb, step_ms, "o-", color="tab:blue", label="one-token step (random weights)")
+    label = "one-token step (random weights; the last: the target)"
+    left.plot(sizes_mb, step_ms, "o-", color="tab:blue", label=label)
     if cache_mb:
         left.axvline(cache_mb, color="grey", ls="--", label=f"last-level cache ({cache_mb:.1f} MB)")
     left.set(title="A step's time against the weights it reads", ylabel="fastest step (ms)",
