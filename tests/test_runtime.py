@@ -142,9 +142,11 @@ def test_importing_the_course_changes_nothing_global():
         "after = swapped()\n"
         "with kernel_rule.compiling():\n"
         "    inside = swapped()\n"
-        "print(before == after, all(i != b for i, b in zip(inside, before)))"
+        "from tinygrad import Device\n"
+        "render = 'render' in vars(Device['CPU'].renderer)  # prefetching: set while compiling\n"
+        "print(before == after, all(i != b for i, b in zip(inside, before)), render)"
     )
-    assert python(code, HCQ2="0") == "True True"
+    assert python(code, HCQ2="0") == "True True False"
 
 
 LOGITS = f"""
@@ -204,6 +206,41 @@ def test_a_second_process_builds_from_the_kept_programs_with_identical_logits(tm
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode != 0 and "not read from the cache" in done.stderr
+
+
+PREFETCH = """
+from course import gpt2  # tinygrad on the course's runtime
+from course.speed import kernel_rule, layouts
+import numpy as np
+from tinygrad import Tensor
+rng = np.random.default_rng(0)
+x = rng.normal(size=(3, 512)).astype(np.float32)
+big, small = (rng.normal(size=(512, n)).astype(np.float32) for n in (256, 64))
+with kernel_rule.compiling():  # a pass's rows against large weights, then small ones
+    for w in (big, small):
+        y = layouts.matmul(Tensor(x), layouts.lay_out(Tensor(w)).realize()).numpy()
+        np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-4)
+"""
+
+
+def test_a_matmul_asks_for_large_weights_ahead_and_small_ones_not(tmp_path):
+    # kernel_rule.prefetching, seen in the kernels' C source (DEBUG=4 prints it as it compiles,
+    # on an empty cache); the products are checked against numpy in the subprocess
+    cache = {"CACHEDB": str(tmp_path / "cache.db"), "DEV": "CPU", "DEBUG": "4"}
+    done = subprocess.run(
+        [sys.executable, "-c", PREFETCH], env={**os.environ, **cache},
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    sources = re.split(r"\n(?=(?:typedef [^\n]*\n)*void )", done.stdout)
+    matmuls = {
+        n: "__builtin_prefetch" in source
+        for source in sources
+        for n in re.findall(r"void (r_\w+_512)\(", source)
+    }
+    assert len(matmuls) == 2, list(matmuls)  # one kernel each
+    assert sorted(matmuls.values()) == [False, True], matmuls  # 128K values: yes; 32K: no
+    assert kernel_rule.PREFETCH_FROM == 1 << 16
 
 
 def test_laid_out_weights_give_the_same_products_and_only_on_a_cpu():

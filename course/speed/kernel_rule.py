@@ -8,11 +8,14 @@ runtime.run); outside it tinygrad is as it was, for any other tinygrad code in t
 import contextlib
 import functools
 import hashlib
+import math
 from pathlib import Path
 
 WIDEST_LOAD = 16  # 32-bit values a CPU kernel may load as one vector: AVX-512 1 register, AVX2 2
 VECTOR = WIDEST_LOAD  # outputs a CPU kernel updates per weight load: one vector of weights
 ACCUMULATORS = 16  # independent sums a matmul kernel keeps in flight (AVX2: 16 vector registers)
+AHEAD = 1024  # bytes of weights a matmul kernel asks for before it reads them (prefetched)
+PREFETCH_FROM = 1 << 16  # values in a summed-over input from which its reads are prefetched
 # tinygrad 0.14's line that caps a vector load at 4 values (memory_coalescing; wide_loads)
 TINYGRAD_LOADS = (
     'lengths = [8,4,2] if buf.dtype == dtypes.half and getenv("ALLOW_HALF8") else [4,2]'
@@ -28,6 +31,7 @@ INTERNALS = (
     "Opt, OptOps.UPCAST/THREAD, KernelOptError, AxisType.REDUCE/GROUP_REDUCE/WEAK",
     "Ops.ADD, EXP2, LOG2, SIN; UOp.split_uop, get_idx, backward_slice, toposort",
     "Context(PARALLEL=..., BEAM=...)",
+    "Renderer.render(uops) per instance (prefetching); Ops.CUSTOM rendered as C by ClangRenderer",
 )
 
 
@@ -241,10 +245,61 @@ def kept_programs(to_program):
         ast_key, kind, *rest = to_program_key(ast, renderer)
         key = hashlib.sha256(repr((ast_key, kind.__qualname__, *rest, RULE)).encode()).hexdigest()
         if (program := diskcache_get("course_programs", key)) is None:
-            program = diskcache_put("course_programs", key, to_program(ast, renderer))
+            with prefetching(renderer):
+                program = diskcache_put("course_programs", key, to_program(ast, renderer))
         return program
 
     return kept
+
+
+@contextlib.contextmanager
+def prefetching(renderer):
+    """While it holds, a CPU kernel that sums over a large input a vector at a time (a matmul's
+    weights) asks for each vector AHEAD bytes before it reads it (`__builtin_prefetch`).
+
+    Without it a core reads the weights only as fast as its out-of-order window lets loads wait
+    for memory, and a pass over several tokens, with more arithmetic per weight, waits longer
+    per weight: its time is the read plus the arithmetic. Asked for ahead, the weights stream
+    in while the core computes, and a pass over a few tokens costs about a read of the weights,
+    as a step does (benchmarks/README.md). The values are the same: a prefetch reads nothing."""
+    if renderer.target.device != "CPU":
+        yield
+        return
+    render = type(renderer).render
+
+    def with_prefetches(uops):
+        return render(renderer, list(prefetched(uops)))
+
+    renderer.render = with_prefetches
+    try:
+        yield
+    finally:
+        del renderer.render
+
+
+def prefetched(uops):
+    """A kernel's linearized uops, with a prefetch after each vector load of its largest input
+    that a sum runs over (at least PREFETCH_FROM values)."""
+    from tinygrad.uop.ops import AxisType, Ops, UOp
+    from tinygrad.dtype import dtypes
+
+    def param(load):
+        return next((u for u in load.src[0].toposort() if u.op is Ops.PARAM), None)
+
+    def summed(load):
+        return any(
+            u.op is Ops.RANGE and u.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE)
+            for u in load.src[0].toposort()
+        )
+
+    loads = [u for u in uops if u.op is Ops.LOAD and u.max_numel() > 1 and summed(u)]
+    sizes = {p: math.prod(p.shape) for u in loads if (p := param(u)) is not None}
+    largest = max(sizes, key=sizes.get, default=None)
+    for u in uops:
+        yield u
+        if u in loads and largest is not None and sizes[largest] >= PREFETCH_FROM and param(u) is largest:
+            ahead = f"__builtin_prefetch((const char*)({{0}}) + {AHEAD}, 0, 3);"
+            yield UOp(Ops.CUSTOM, dtypes.void, (u.src[0],), ahead)
 
 
 RULE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # this file's text
