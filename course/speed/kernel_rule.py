@@ -1,5 +1,6 @@
 """The course's kernel rule: how tinygrad 0.14 builds a CPU kernel with a sum (a matmul), so that a
-pass over K + 1 new tokens reads each weight once for all of them, not once per token.
+pass over K + 1 new tokens reads each weight once for all of them, not once per token, and asks
+for the weights before it needs them.
 
 It applies while `compiling()` holds, which is where a GPT-2 call is built (course.gpt2, through
 runtime.run); outside it tinygrad is as it was, for any other tinygrad code in the process.
@@ -213,7 +214,7 @@ def transcendental(k):
 @contextlib.contextmanager
 def compiling(beam=0):
     """The context a GPT-2 call is built in: the course's kernel rule in front of tinygrad's
-    heuristics and wide loads on a CPU, kernels compiled in this process (tinygrad's worker
+    heuristics, wide loads and prefetched weights on a CPU, kernels compiled in this process (tinygrad's worker
     processes would use its heuristics alone) and kept on disk for the next (kept_programs), and
     tinygrad's kernel search if beam > 0. On leaving it, tinygrad is as it was."""
     import tinygrad.codegen as codegen
@@ -280,8 +281,8 @@ def prefetching(renderer):
 def prefetched(uops):
     """A kernel's linearized uops, with a prefetch after each vector load of its largest input
     that a sum runs over (at least PREFETCH_FROM values)."""
-    from tinygrad.uop.ops import AxisType, Ops, UOp
     from tinygrad.dtype import dtypes
+    from tinygrad.uop.ops import AxisType, Ops, UOp
 
     def param(load):
         return next((u for u in load.src[0].toposort() if u.op is Ops.PARAM), None)
@@ -295,10 +296,13 @@ def prefetched(uops):
     loads = [u for u in uops if u.op is Ops.LOAD and u.max_numel() > 1 and summed(u)]
     sizes = {p: math.prod(p.shape) for u in loads if (p := param(u)) is not None}
     largest = max(sizes, key=sizes.get, default=None)
+    weights = {u for u in loads if largest is not None and param(u) is largest}
+    if weights and sizes[largest] < PREFETCH_FROM:  # small enough to stay in a core's cache
+        weights = set()
+    ahead = f"__builtin_prefetch((const char*)({{0}}) + {AHEAD}, 0, 3);"  # {0}: the address
     for u in uops:
         yield u
-        if u in loads and largest is not None and sizes[largest] >= PREFETCH_FROM and param(u) is largest:
-            ahead = f"__builtin_prefetch((const char*)({{0}}) + {AHEAD}, 0, 3);"
+        if u in weights:
             yield UOp(Ops.CUSTOM, dtypes.void, (u.src[0],), ahead)
 
 
