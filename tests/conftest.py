@@ -1,9 +1,17 @@
 """Imported before any test module: tinygrad started as course.gpt2 starts it (on a CPU, its
 HCQ2 runtime: course/speed/runtime.py), since tinygrad reads its runtime once, when imported."""
 
+import os
 from pathlib import Path
 
-from course.speed import runtime
+# One BLAS thread per process: pytest-xdist runs one worker per core, and numpy's matrix products
+# on two threads beside a busy core ran about 2 times slower than on one (notebook 07's numpy
+# twins: a cell of 7 s alone took 102 s in a test run). Set before numpy starts its threads here
+# and in every notebook kernel, autograder and browser session the tests start (they inherit it).
+for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(name, "1")
+
+from course.speed import runtime  # noqa: E402
 
 runtime.start()
 
