@@ -76,9 +76,9 @@ QUIZ_PENDING = set()
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 70, "06b": 110, "07": 100}
+COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 54, "06b": 95, "07": 87}
 LIGHT_S = 16
-FULL_S = 90
+FULL_S = 70
 # The per-cell limit is teaching/nbgrader_config.py's (its reasons there): the longest cell takes
 # about two minutes alone with a warm cache (notebook 06b's cost figure, which builds calls), and
 # here two autograders share two cores with the other test worker, or with a busy runner.

@@ -214,9 +214,10 @@ def transcendental(k):
 @contextlib.contextmanager
 def compiling(beam=0):
     """The context a GPT-2 call is built in: the course's kernel rule in front of tinygrad's
-    heuristics, wide loads and prefetched weights on a CPU, kernels compiled in this process (tinygrad's worker
-    processes would use its heuristics alone) and kept on disk for the next (kept_programs), and
-    tinygrad's kernel search if beam > 0. On leaving it, tinygrad is as it was."""
+    heuristics, wide loads and prefetched weights on a CPU, kernels compiled in this process
+    (tinygrad's worker processes would use its heuristics alone) and kept on disk for the next
+    (kept_programs), and tinygrad's kernel search if beam > 0. On leaving it, tinygrad is as it
+    was."""
     import tinygrad.codegen as codegen
     import tinygrad.engine.realize as realize
     from tinygrad import Context
