@@ -285,25 +285,22 @@ def prefetched(uops):
     from tinygrad.dtype import dtypes
     from tinygrad.uop.ops import AxisType, Ops, UOp
 
-    def param(load):
-        return next((u for u in load.src[0].toposort() if u.op is Ops.PARAM), None)
+    def summed_input(load):  # the input a vector load reads inside a sum, or None
+        reads = load.src[0].toposort()
+        sums = (AxisType.REDUCE, AxisType.GROUP_REDUCE)
+        if load.max_numel() > 1 and any(u.op is Ops.RANGE and u.arg[-1] in sums for u in reads):
+            return next((u for u in reads if u.op is Ops.PARAM), None)
+        return None
 
-    def summed(load):
-        return any(
-            u.op is Ops.RANGE and u.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE)
-            for u in load.src[0].toposort()
-        )
-
-    loads = [u for u in uops if u.op is Ops.LOAD and u.max_numel() > 1 and summed(u)]
-    sizes = {p: math.prod(p.shape) for u in loads if (p := param(u)) is not None}
-    largest = max(sizes, key=sizes.get, default=None)
-    weights = {u for u in loads if largest is not None and param(u) is largest}
-    if weights and sizes[largest] < PREFETCH_FROM:  # small enough to stay in a core's cache
-        weights = set()
+    inputs = {u: p for u in uops if u.op is Ops.LOAD and (p := summed_input(u)) is not None}
+    largest = max(dict.fromkeys(inputs.values()), key=lambda p: math.prod(p.shape), default=None)
+    if largest is None or math.prod(largest.shape) < PREFETCH_FROM:  # stays in a core's cache
+        yield from uops
+        return
     ahead = f"__builtin_prefetch((const char*)({{0}}) + {AHEAD}, 0, 3);"  # {0}: the address
     for u in uops:
         yield u
-        if u in weights:
+        if inputs.get(u) is largest:
             yield UOp(Ops.CUSTOM, dtypes.void, (u.src[0],), ahead)
 
 
