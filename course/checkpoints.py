@@ -7,6 +7,7 @@ Only safetensors are loaded, never pickled checkpoints (unpickling can run code)
 
 import hashlib
 import json
+import math
 import os
 import pathlib
 import urllib.request
@@ -18,7 +19,6 @@ from course.gpt2 import GPT2, Config, padded_vocab, weights
 from course.speed import runtime
 
 from tinygrad import Tensor
-from tinygrad.nn.state import safe_load
 
 NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2")
 HUB = "https://huggingface.co/{name}/resolve/main/{file}"
@@ -39,6 +39,17 @@ def model_layout(cfg, key, tensor):
     return tensor
 
 
+def as_weight(cfg, key, value, like):
+    """A weight of the files (a numpy array) or of a model (a Tensor) as the model holds `like`:
+    its layout, dtype and device. An array is converted by numpy: a Tensor's cast and padding
+    would be kernels to compile, seconds of a model's load on a CPU."""
+    if isinstance(value, np.ndarray):
+        if key == "wte.weight":
+            value = np.pad(value, ((0, padded_vocab(cfg) - cfg.vocab_size), (0, 0)))
+        return Tensor(np.ascontiguousarray(value, dtype=like.dtype.fmt), device=like.device)
+    return model_layout(cfg, key, value).to(like.device).cast(like.dtype).contiguous()
+
+
 def hf_state_dict(model, prefix="transformer."):
     """The model's weights under save_pretrained's names (tied head left out, as it does)."""
     return {prefix + k: hf_layout(model.config, k, v) for k, v in weights(model).items()}
@@ -55,7 +66,8 @@ def rename(key):
 
 
 def load_state(model, state, source):
-    """Copy a safetensors state dict into the model, checking names and shapes."""
+    """Copy a state dict (numpy arrays, as read_safetensors returns, or Tensors) into the model,
+    checking names and shapes."""
     expected = weights(model)
     got = {rename(k): v for k, v in state.items()}
     # the causal-mask buffers are constants, and lm_head is tied to wte: neither is a weight here
@@ -69,8 +81,8 @@ def load_state(model, state, source):
         if hf_layout(cfg, k, t).shape != got[k].shape:
             shape = hf_layout(cfg, k, t).shape
             raise ValueError(f"{source}: {k} has shape {got[k].shape}, expected {shape}")
-        t.replace(model_layout(cfg, k, got[k]).to(t.device).cast(t.dtype).contiguous())
-    if head is not None and not np.array_equal(head.numpy(), got["wte.weight"].numpy()):
+        t.replace(as_weight(cfg, k, got[k], t))
+    if head is not None and not np.array_equal(as_array(head), as_array(got["wte.weight"])):
         raise ValueError(f"{source}: lm_head.weight differs from wte.weight; GPT-2 ties them")
     Tensor.realize(*expected.values())
     model.weights_changed()
@@ -113,6 +125,11 @@ def save(model, directory, extra_config=None):
 
 
 SAFETENSORS_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+NUMPY_DTYPES = {name: dtype for dtype, name in SAFETENSORS_DTYPES.items()}
+
+
+def as_array(value):  # a weight of a file (numpy) or of a model (a Tensor)
+    return value if isinstance(value, np.ndarray) else value.numpy()
 
 
 def write_safetensors(arrays, path, metadata=None):
@@ -139,19 +156,33 @@ def write_safetensors(arrays, path, metadata=None):
 
 
 def read_safetensors(path):
-    """The tensors of a safetensors file, or one clear error if it is truncated or corrupt."""
+    """The arrays of a safetensors file (numpy, mapped from the file, not read into memory), or
+    one clear error if it is truncated or corrupt or holds other than float32 and float16."""
     try:
         with open(path, "rb") as f:
             n = int.from_bytes(f.read(8), "little")
             if not 0 < n <= os.path.getsize(path) - 8:
                 raise ValueError(f"a header of {n} bytes in a file of {os.path.getsize(path)}")
             header = json.loads(f.read(n))
-        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+        header.pop("__metadata__", None)
+        ends = [v["data_offsets"][1] for v in header.values()]
         if 8 + n + max(ends, default=0) != os.path.getsize(path):
             raise ValueError(
                 f"{os.path.getsize(path)} bytes, the header describes {8 + n + max(ends)}"
             )
-        return safe_load(str(path))
+        arrays = {}
+        for name, v in header.items():
+            if v["dtype"] not in NUMPY_DTYPES:
+                raise ValueError(f"{name} is {v['dtype']}; only F32 and F16 are read here")
+            dtype, (start, end) = NUMPY_DTYPES[v["dtype"]], v["data_offsets"]
+            if end - start != dtype.itemsize * math.prod(v["shape"]):
+                raise ValueError(f"{name}: {end - start} bytes for a shape of {v['shape']}")
+            shape = tuple(v["shape"])
+            if end == start:  # mmap cannot map 0 bytes
+                arrays[name] = np.zeros(shape, dtype)
+            else:
+                arrays[name] = np.memmap(path, dtype, "r", 8 + n + start, shape)
+        return arrays
     except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(
             f"{path} is not a complete safetensors file ({e}); delete it and download it again"

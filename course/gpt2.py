@@ -286,7 +286,8 @@ class GPT2:
         caches = [t for block in self.h for t in block.attn.make_cache(w.dtype, w.device)]
         # in one realize: each is scheduled and encoded apart, a large share of a model's build
         laid_out = [linear.laid_out for linear in linears]
-        Tensor.realize(*[t for n in norms for t in n.fold()], *laid_out, *caches)
+        with runtime.compiling():  # its kernels kept on disk as a call's are: seconds a load
+            Tensor.realize(*[t for n in norms for t in n.fold()], *laid_out, *caches)
         self.folded = True
 
     max_context = property(lambda self: self.config.n_positions)  # tokens a call may hold

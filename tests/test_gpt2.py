@@ -355,6 +355,27 @@ def test_corrupt_weight_files_get_one_clear_error(tmp_path, damage):
         checkpoints.load(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"dtype": "BF16"}, "is BF16; only F32 and F16 are read here"),
+        ({"shape": [3, 7]}, "bytes for a shape of \\[3, 7\\]"),
+    ],
+)
+def test_a_header_that_misdescribes_a_weight_gets_a_clear_error(tmp_path, change, message):
+    data = (FIXTURE / "model.safetensors").read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    header["transformer.wpe.weight"] |= change
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    (tmp_path / "model.safetensors").write_bytes(
+        len(text).to_bytes(8, "little") + text + data[8 + n :]
+    )
+    with pytest.raises(ValueError, match=message):
+        checkpoints.read_safetensors(tmp_path / "model.safetensors")
+
+
 class Truncating(http.server.BaseHTTPRequestHandler):
     """Promises 1,000 bytes and closes the connection after 10, as a dropped download does."""
 

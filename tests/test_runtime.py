@@ -293,7 +293,7 @@ def test_cpu_kernels_load_wide_vectors(capfd):
     x = Tensor(rng.normal(size=(5, 64)).astype(np.float32))
     w = Tensor(rng.normal(size=(64, 48)).astype(np.float32)).realize()
     packed = layouts.lay_out(w).realize()
-    with kernel_rule.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
+    with kernel_rule.compiling(), Context(DEBUG=4, CACHELEVEL=0):  # source printed: no cache
         y = layouts.matmul(x, packed).numpy()
     # one load per VECTOR weights (tinygrad's own pass loads at most 4 floats at once)
     assert f"ext_vector_type({kernel_rule.WIDEST_LOAD})" in capfd.readouterr().out
@@ -315,7 +315,7 @@ def test_attention_on_a_cpu_finds_each_key_without_a_division(capfd, start, T):
     pos = UOp.variable("start_pos", 0, room - T).bind(start)
     blocks = UOp.variable("key_blocks", 1, room // L).bind(layouts.n_key_blocks(start + T))
     q = cache[0, :, :, pos : pos + T]
-    with kernel_rule.compiling(), Context(DEBUG=4):  # DEBUG=4 prints each kernel's source
+    with kernel_rule.compiling(), Context(DEBUG=4, CACHELEVEL=0):  # source printed: no cache
         y = layouts.attend_in_blocks(q, cache, by_block, pos, blocks).numpy()
     out = capfd.readouterr().out
     kernels = re.findall(r"void ([rE]_\w+)\((.*?\n)}", out, re.S)  # tinygrad's own: hcq_, *_prog
