@@ -50,6 +50,10 @@ def as_weight(cfg, key, value, like):
     return model_layout(cfg, key, value).to(like.device).cast(like.dtype).contiguous()
 
 
+def array_of(value):  # a weight of a file (numpy) or of a model (a Tensor)
+    return value if isinstance(value, np.ndarray) else value.numpy()
+
+
 def hf_state_dict(model, prefix="transformer."):
     """The model's weights under save_pretrained's names (tied head left out, as it does)."""
     return {prefix + k: hf_layout(model.config, k, v) for k, v in weights(model).items()}
@@ -82,7 +86,7 @@ def load_state(model, state, source):
             shape = hf_layout(cfg, k, t).shape
             raise ValueError(f"{source}: {k} has shape {got[k].shape}, expected {shape}")
         t.replace(as_weight(cfg, k, got[k], t))
-    if head is not None and not np.array_equal(as_array(head), as_array(got["wte.weight"])):
+    if head is not None and not np.array_equal(array_of(head), array_of(got["wte.weight"])):
         raise ValueError(f"{source}: lm_head.weight differs from wte.weight; GPT-2 ties them")
     Tensor.realize(*expected.values())
     model.weights_changed()
@@ -128,10 +132,6 @@ SAFETENSORS_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
 NUMPY_DTYPES = {name: dtype for dtype, name in SAFETENSORS_DTYPES.items()}
 
 
-def as_array(value):  # a weight of a file (numpy) or of a model (a Tensor)
-    return value if isinstance(value, np.ndarray) else value.numpy()
-
-
 def write_safetensors(arrays, path, metadata=None):
     """numpy arrays to a safetensors file: an 8-byte header length, a JSON header, the bytes.
 
@@ -159,34 +159,43 @@ def read_safetensors(path):
     """The arrays of a safetensors file (numpy, mapped from the file, not read into memory), or
     one clear error if it is truncated or corrupt or holds other than float32 and float16."""
     try:
-        with open(path, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            if not 0 < n <= os.path.getsize(path) - 8:
-                raise ValueError(f"a header of {n} bytes in a file of {os.path.getsize(path)}")
-            header = json.loads(f.read(n))
-        header.pop("__metadata__", None)
-        ends = [v["data_offsets"][1] for v in header.values()]
-        if 8 + n + max(ends, default=0) != os.path.getsize(path):
-            raise ValueError(
-                f"{os.path.getsize(path)} bytes, the header describes {8 + n + max(ends)}"
-            )
-        arrays = {}
-        for name, v in header.items():
-            if v["dtype"] not in NUMPY_DTYPES:
-                raise ValueError(f"{name} is {v['dtype']}; only F32 and F16 are read here")
-            dtype, (start, end) = NUMPY_DTYPES[v["dtype"]], v["data_offsets"]
-            if end - start != dtype.itemsize * math.prod(v["shape"]):
-                raise ValueError(f"{name}: {end - start} bytes for a shape of {v['shape']}")
-            shape = tuple(v["shape"])
-            if end == start:  # mmap cannot map 0 bytes
-                arrays[name] = np.zeros(shape, dtype)
-            else:
-                arrays[name] = np.memmap(path, dtype, "r", 8 + n + start, shape)
-        return arrays
+        entries, data = safetensors_entries(path)
     except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(
-            f"{path} is not a complete safetensors file ({e}); delete it and download it again"
-        ) from None
+        raise incomplete(path, e) from None
+    if other := {dtype for dtype, *_ in entries.values()} - NUMPY_DTYPES.keys():
+        # bfloat16 and such: numpy has no type for them (GPT-2's files are float32)
+        raise ValueError(f"{path} holds {sorted(other)} weights; the course reads F32 and F16")
+    arrays = {}
+    for name, (dtype, start, end, shape) in entries.items():
+        dtype = NUMPY_DTYPES[dtype]
+        if end - start != dtype.itemsize * math.prod(shape):
+            raise incomplete(path, f"{name}: {end - start} bytes for a shape of {list(shape)}")
+        mapped = end > start  # mmap cannot map 0 bytes
+        arrays[name] = np.memmap(path, dtype, "r", data + start, shape) if mapped else (
+            np.zeros(shape, dtype))  # fmt: skip
+    return arrays
+
+
+def safetensors_entries(path):
+    """{name: (dtype, start, end, shape)} from a safetensors header, and where the data begins."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        if not 0 < n <= os.path.getsize(path) - 8:
+            raise ValueError(f"a header of {n} bytes in a file of {os.path.getsize(path)}")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    entries = {k: (v["dtype"], *map(int, v["data_offsets"]), tuple(map(int, v["shape"])))
+               for k, v in header.items()}  # fmt: skip
+    end = max((e[2] for e in entries.values()), default=0)
+    if 8 + n + end != os.path.getsize(path):
+        raise ValueError(f"{os.path.getsize(path)} bytes, the header describes {8 + n + end}")
+    return entries, 8 + n
+
+
+def incomplete(path, why):
+    return ValueError(
+        f"{path} is not a complete safetensors file ({why}); delete it and download it again"
+    )
 
 
 # ---------- downloads ----------

@@ -358,7 +358,7 @@ def test_corrupt_weight_files_get_one_clear_error(tmp_path, damage):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"dtype": "BF16"}, "is BF16; only F32 and F16 are read here"),
+        ({"dtype": "BF16"}, "holds \\['BF16'\\] weights; the course reads F32 and F16"),
         ({"shape": [3, 7]}, "bytes for a shape of \\[3, 7\\]"),
     ],
 )
