@@ -339,6 +339,9 @@ def plot_regime(sizes_mb, step_ms, per_token, cache_mb, machine, precision="fp32
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     label = "one-token step (random weights; the last: the target)"
     left.plot(sizes_mb, step_ms, "o-", color="tab:blue", label=label)
+    # a step that only reads its weights lies on a line from 0: points under it read faster
+    rate = "the target's rate, from 0 (a step that is a read of its weights)"
+    left.plot([0, sizes_mb[-1]], [0, step_ms[-1]], ":", color="tab:blue", label=rate)
     if cache_mb:
         left.axvline(cache_mb, color="grey", ls="--", label=f"last-level cache ({cache_mb:.1f} MB)")
     left.set(title="A step's time against the weights it reads", ylabel="fastest step (ms)",
