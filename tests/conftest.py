@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # pytest is run from or not (tests/test_course_helpers.py checks that each still exists).
 LONGEST_FIRST = (
     "tests/test_student_edition.py",  # 150: nbgrader runs the graded notebooks up to 06
-    "notebooks/06b_where_it_pays.ipynb",  # 95
-    "notebooks/07_going_further.ipynb",  # 87
-    "notebooks/06_gpt2_tinygrad.ipynb",  # 54
+    "notebooks/06b_where_it_pays.ipynb",  # 89
+    "notebooks/07_going_further.ipynb",  # 77
+    "notebooks/06_gpt2_tinygrad.ipynb",  # 39
     "tests/test_benchmark.py",  # 75
     "tests/test_gpt2.py",  # 75
     "tests/test_gpu_path.py",  # 60

@@ -76,7 +76,7 @@ QUIZ_PENDING = set()
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
-COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 54, "06b": 95, "07": 87}
+COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 39, "06b": 89, "07": 77}
 LIGHT_S = 16
 FULL_S = 70
 # The per-cell limit is teaching/nbgrader_config.py's (its reasons there): the longest cell takes
