@@ -33,9 +33,11 @@ def hf_layout(cfg, key, tensor):
 
 
 def model_layout(cfg, key, tensor):
-    """The inverse of hf_layout: how GPT2 holds a weight read from GPT-2's files."""
+    """The inverse of hf_layout: how GPT2 holds a weight read from GPT-2's files (a Tensor or a
+    numpy array, returned as the same kind)."""
     if key == "wte.weight":
-        return tensor.pad(((0, padded_vocab(cfg) - cfg.vocab_size), (0, 0)))
+        rows = ((0, padded_vocab(cfg) - cfg.vocab_size), (0, 0))
+        return np.pad(tensor, rows) if isinstance(tensor, np.ndarray) else tensor.pad(rows)
     return tensor
 
 
@@ -43,11 +45,10 @@ def as_weight(cfg, key, value, like):
     """A weight of the files (a numpy array) or of a model (a Tensor) as the model holds `like`:
     its layout, dtype and device. An array is converted by numpy: a Tensor's cast and padding
     would be kernels to compile, seconds of a model's load on a CPU."""
+    value = model_layout(cfg, key, value)
     if isinstance(value, np.ndarray):
-        if key == "wte.weight":
-            value = np.pad(value, ((0, padded_vocab(cfg) - cfg.vocab_size), (0, 0)))
         return Tensor(np.ascontiguousarray(value, dtype=like.dtype.fmt), device=like.device)
-    return model_layout(cfg, key, value).to(like.device).cast(like.dtype).contiguous()
+    return value.to(like.device).cast(like.dtype).contiguous()
 
 
 def array_of(value):  # a weight of a file (numpy) or of a model (a Tensor)
