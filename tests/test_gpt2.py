@@ -6,6 +6,7 @@ logits and its greedy continuation (scripts/make_hf_fixture.py). No torch needed
 """
 
 import ast
+import dataclasses
 import http.server
 import json
 import pathlib
@@ -217,11 +218,13 @@ def test_save_then_load_round_trip(model, tmp_path):
 
 
 def test_a_padded_vocabulary_stays_inside_the_model(tmp_path):
-    cfg = gpt2.Config(vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2)
-    model = gpt2.GPT2(cfg)  # 100 tokens: the embedding holds 128 rows, the files 100
-    assert model.wte.weight.shape == (128, 32)
+    # the fixture's shape with 100 tokens (its kernels, compiled already): the embedding holds
+    # 128 rows, the files 100
+    cfg = dataclasses.replace(checkpoints.read_config(FIXTURE / "config.json"), vocab_size=100)
+    model = gpt2.GPT2(cfg)
+    assert model.wte.weight.shape == (128, 48)
     checkpoints.save(model, tmp_path)
-    assert safe_load(tmp_path / "model.safetensors")["transformer.wte.weight"].shape == (100, 32)
+    assert safe_load(tmp_path / "model.safetensors")["transformer.wte.weight"].shape == (100, 48)
     loaded, tokens = checkpoints.load(tmp_path), [5, 99, 0, 42, 7]
     cached = loaded(tokens, 0)
     assert cached.shape == (5, 100)

@@ -70,14 +70,15 @@ QUIZ_PENDING = set()
 #   dropped, is checked without running them: every name a cell of the edition reads is bound
 #   by an earlier cell (test_every_name_a_cell_reads_is_bound_before_it). nbval runs their
 #   solutions against their graded checks in the self-study notebooks;
-# - the untouched copy (zero everywhere, no crash) runs on the light notebooks only (LIGHT_S
-#   seconds or less): every check goes through the same grading.grade and check_quiz, so the
-#   others would add time but little proof;
+# - the untouched copy (zero everywhere, no crash) runs on the lightest notebooks only (LIGHT_S
+#   seconds or less): every check goes through the same grading.grade and check_quiz, and in every
+#   notebook each graded cell reads what an answer cell binds (test_every_graded_cell_reads_an_
+#   answer), so the others would add time but little proof;
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
 COST = {"01": 11, "02": 15, "02b": 6, "03": 23, "04": 16, "05": 16, "06": 39, "06b": 89, "07": 77}
-LIGHT_S = 16
+LIGHT_S = 11  # 01 and 02b
 FULL_S = 70
 # The per-cell limit is teaching/nbgrader_config.py's (its reasons there): the longest cell takes
 # about two minutes alone with a warm cache (notebook 06b's cost figure, which builds calls), and
@@ -390,6 +391,34 @@ def test_every_name_a_cell_reads_is_bound_before_it(built):
     first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
     del nb.cells[first]
     assert {"gpt2", "specmini", "check"} <= {name for _, name in unbound_reads(nb)}
+
+
+def top_level_names(source):
+    """The names a cell binds at its top level: its functions, classes and assigned names."""
+    bound = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound
+
+
+def test_every_graded_cell_reads_an_answer():
+    """In every notebook each graded cell reads a name that an answer cell defines (the learner's
+    function, or the quiz's dict): in an untouched notebook that name is a stub that raises, or
+    the blank quiz, so the cell scores zero. The untouched submissions check the scores in the
+    lightest notebooks; this checks the reason for them all."""
+    for name in SELF_STUDY:
+        nb, answers = self_study(name), set()
+        for cell in answer_cells(nb).values():
+            answers |= top_level_names(cell.source)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                read = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
+                grade_id = cell.metadata.nbgrader.grade_id
+                assert read & answers, f"{name} {grade_id} reads no answer: {sorted(read)}"
 
 
 def submit(course, edition, student, name, answers=None):
