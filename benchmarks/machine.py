@@ -27,10 +27,27 @@ def device_info():
     return {
         "tinygrad_device": Device.DEFAULT,
         "cpu": cpu_model(),
+        "cpu_id": cpu_id(),
         "gpu": None if on_host() else gpu_name(),
         "cores": os.cpu_count(),
         "platform": platform.platform(),
     }
+
+
+def cpu_id():
+    """The CPU's family and model numbers and whether it has AVX-512, from /proc/cpuinfo (Linux;
+    None elsewhere): "AMD EPYC" names several generations (family 25, model 1: Zen 3; model 17:
+    Zen 4), whose steps and pass costs differ."""
+    try:
+        first = open("/proc/cpuinfo").read().split("\n\n")[0]  # the first core
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in first.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    avx512 = "avx512f" in fields.get("flags", "").split()
+    return f"family {fields.get('cpu family')}, model {fields.get('model')}" + (
+        ", AVX-512" if avx512 else ""
+    )
 
 
 def device_tag(info):

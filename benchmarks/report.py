@@ -232,8 +232,10 @@ def race_lines(m):
 def footer(result):
     """The machine under the tables: device, threads, copy bandwidth, load."""
     bw, device = result["bandwidth"], result["device"]
+    # results stored before the CPU's generation was recorded have no cpu_id
+    what = device["gpu"] or ", ".join(filter(None, (device["cpu"], device.get("cpu_id"))))
     lines = [
-        f"device {device['tinygrad_device']} ({device['gpu'] or device['cpu']}), "
+        f"device {device['tinygrad_device']} ({what}), "
         f"threads {result['threads']}, copy bandwidth numpy {fmt(bw['numpy_copy_GBps'])} GB/s, "
         f"tinygrad {fmt(bw.get('tinygrad_copy_GBps'))} GB/s; load average "
         f"{fmt(result['load_before'][0])} before, {fmt(result['load_after'][0])} after"
