@@ -7,6 +7,7 @@ import platform
 import re
 import subprocess
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
@@ -35,19 +36,20 @@ def device_info():
 
 
 def cpu_id():
-    """The CPU's family and model numbers and whether it has AVX-512, from /proc/cpuinfo (Linux;
-    None elsewhere): "AMD EPYC" names several generations (family 25, model 1: Zen 3; model 17:
-    Zen 4), whose steps and pass costs differ."""
+    """The CPU's vendor, family and model numbers and whether it has AVX-512, from /proc/cpuinfo
+    (x86 Linux; None elsewhere): "AMD EPYC" names several generations (AuthenticAMD family 25,
+    model 1: Zen 3; model 17: Zen 4), whose steps and pass costs differ."""
     try:
-        first = open("/proc/cpuinfo").read().split("\n\n")[0]  # the first core
+        first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]  # the first core
     except OSError:
         return None
     fields = dict(line.split(":", 1) for line in first.splitlines() if ":" in line)
     fields = {k.strip(): v.strip() for k, v in fields.items()}
-    avx512 = "avx512f" in fields.get("flags", "").split()
-    return f"family {fields.get('cpu family')}, model {fields.get('model')}" + (
-        ", AVX-512" if avx512 else ""
-    )
+    if "cpu family" not in fields:  # not an x86 CPU
+        return None
+    vendor, family, model = fields.get("vendor_id"), fields["cpu family"], fields.get("model")
+    avx512 = ", AVX-512" if "avx512f" in fields.get("flags", "").split() else ""
+    return f"{vendor} family {family}, model {model}{avx512}"
 
 
 def device_tag(info):

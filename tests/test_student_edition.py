@@ -71,9 +71,9 @@ QUIZ_PENDING = set()
 #   by an earlier cell (test_every_name_a_cell_reads_is_bound_before_it). nbval runs their
 #   solutions against their graded checks in the self-study notebooks;
 # - the untouched copy (zero everywhere, no crash) runs on the lightest notebooks only (LIGHT_S
-#   seconds or less): every check goes through the same grading.grade and check_quiz, and in every
-#   notebook each graded cell reads what an answer cell binds (test_every_graded_cell_reads_an_
-#   answer), so the others would add time but little proof;
+#   seconds or less): every check goes through the same grading.grade and check_quiz, and in
+#   every notebook each graded cell reads what its answer cell defines
+#   (test_every_graded_cell_reads_its_answer), so the others would add time but little proof;
 # - one buggy answer, in notebook 02 (light);
 # - the submissions are split over two copies of the course directory (each its own gradebook)
 #   autograded at once: nbgrader runs one notebook at a time, on one core, and CI has two.
@@ -405,20 +405,44 @@ def top_level_names(source):
     return bound
 
 
-def test_every_graded_cell_reads_an_answer():
-    """In every notebook each graded cell reads a name that an answer cell defines (the learner's
-    function, or the quiz's dict): in an untouched notebook that name is a stub that raises, or
-    the blank quiz, so the cell scores zero. The untouched submissions check the scores in the
-    lightest notebooks; this checks the reason for them all."""
+def checks_without_their_answer(nb):
+    """The graded cells that read nothing their own answer cell defines (exN_check reads from
+    exN_answer, quiz_check from quiz_answers)."""
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    missing = []
+    for grade_id, cell in cells.items():
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            own = (
+                "quiz_answers"
+                if grade_id == "quiz_check"
+                else grade_id.replace("_check", "_answer")
+            )
+            answer = cells[own]
+            tree = ast.parse(cell.source)
+            read = {
+                n.id
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
+            if not read & top_level_names(answer.source):
+                missing.append(grade_id)
+    return missing
+
+
+def test_every_graded_cell_reads_its_answer():
+    """In every notebook each graded cell reads a name that its own answer cell defines (the
+    learner's function, or the quiz's dict). In an untouched notebook that name is nbgrader's stub,
+    which raises, or the blank quiz, and the checks give no point for either (grading's rule), so
+    the cell scores zero: the untouched submissions check those scores in the lightest notebooks,
+    this the reason for them in all. And it can fail: a check handed a lambda reads no answer."""
     for name in SELF_STUDY:
-        nb, answers = self_study(name), set()
-        for cell in answer_cells(nb).values():
-            answers |= top_level_names(cell.source)
-        for cell in nb.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade"):
-                read = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
-                grade_id = cell.metadata.nbgrader.grade_id
-                assert read & answers, f"{name} {grade_id} reads no answer: {sorted(read)}"
+        assert not checks_without_their_answer(self_study(name)), name
+    nb = self_study("04_k_drafts_and_bonus_token")
+    check = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_check"
+    )
+    check.source = "exercises_04.check_tokens_per_round(lambda alpha, k: None)"
+    assert checks_without_their_answer(nb) == ["ex1_check"]
 
 
 def submit(course, edition, student, name, answers=None):
