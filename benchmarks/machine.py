@@ -7,13 +7,12 @@ import platform
 import re
 import subprocess
 from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 
 import course.gpt2  # noqa: F401  first: it starts tinygrad on the course's CPU runtime, read once
 from benchmarks import ROOT
-from course.timing import cpu_model, seconds
+from course.timing import cpu_fields, cpu_model, seconds
 
 from tinygrad import Device, Tensor
 
@@ -39,12 +38,7 @@ def cpu_id():
     """The CPU's vendor, family and model numbers and whether it has AVX-512, from /proc/cpuinfo
     (x86 Linux; None elsewhere): "AMD EPYC" names several generations (AuthenticAMD family 25,
     model 1: Zen 3; model 17: Zen 4), whose steps and pass costs differ."""
-    try:
-        first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]  # the first core
-    except OSError:
-        return None
-    fields = dict(line.split(":", 1) for line in first.splitlines() if ":" in line)
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    fields = cpu_fields()
     if "cpu family" not in fields:  # not an x86 CPU
         return None
     vendor, family, model = fields.get("vendor_id"), fields["cpu family"], fields.get("model")

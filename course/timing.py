@@ -93,14 +93,20 @@ def min_median(samples):
     return dict(min=min(samples), median=statistics.median(samples), samples=samples)
 
 
+def cpu_fields():
+    """The first core's fields in /proc/cpuinfo ("model name", "cpu family", "flags", ...); {}
+    where there is no such file."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file():
+        return {}
+    first = cpuinfo.read_text().split("\n\n")[0]
+    pairs = (line.split(":", 1) for line in first.splitlines() if ":" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
 def cpu_model():
     """The CPU's model name, from /proc/cpuinfo where there is one."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine() or "unknown"
+    return cpu_fields().get("model name") or platform.processor() or platform.machine() or "unknown"
 
 
 def machine_name():
