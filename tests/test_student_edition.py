@@ -405,27 +405,24 @@ def top_level_names(source):
     return bound
 
 
+def cell_by_id(nb, grade_id):
+    """The notebook's cell with this nbgrader grade_id."""
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
 def checks_without_their_answer(nb):
     """The graded cells that read nothing their own answer cell defines (exN_check reads from
     exN_answer, quiz_check from quiz_answers)."""
-    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
-    missing = []
-    for grade_id, cell in cells.items():
-        if cell.metadata.get("nbgrader", {}).get("grade"):
-            own = (
-                "quiz_answers"
-                if grade_id == "quiz_check"
-                else grade_id.replace("_check", "_answer")
-            )
-            answer = cells[own]
-            tree = ast.parse(cell.source)
-            read = {
-                n.id
-                for n in ast.walk(tree)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-            }
-            if not read & top_level_names(answer.source):
-                missing.append(grade_id)
+    answers, missing = answer_cells(nb), []
+    for grade_id in graded_cells(nb):
+        cell = cell_by_id(nb, grade_id)
+        own = "quiz_answers" if grade_id == "quiz_check" else grade_id.replace("_check", "_answer")
+        tree = ast.parse(cell.source)
+        read = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        if not read & top_level_names(answers[own].source):
+            missing.append(grade_id)
     return missing
 
 
@@ -438,9 +435,7 @@ def test_every_graded_cell_reads_its_answer():
     for name in SELF_STUDY:
         assert not checks_without_their_answer(self_study(name)), name
     nb = self_study("04_k_drafts_and_bonus_token")
-    check = next(
-        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_check"
-    )
+    check = cell_by_id(nb, "ex1_check")
     check.source = "exercises_04.check_tokens_per_round(lambda alpha, k: None)"
     assert checks_without_their_answer(nb) == ["ex1_check"]
 
